@@ -1,0 +1,164 @@
+"""The `ladder` command: doctor, compile, release, check, grade."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import LadderError
+
+
+def cmd_doctor(args) -> int:
+    from .device import WHAT_STILL_WORKS, ceilings, driver_version, gpu_info, gpu_or_reason, versions
+    from .headers import find_wmma_headers
+    from .nvrtc import nvrtc_available
+    from .quiet import captured_stderr
+
+    report: dict = {"versions": versions()}
+    info = gpu_info()
+    headers = find_wmma_headers()
+    nvrtc_ok, nvrtc_what = nvrtc_available()
+    report["cuda_headers"] = {"ok": headers.ok, "detail": headers.describe()}
+    report["nvrtc_compile_only"] = {"ok": nvrtc_ok, "detail": nvrtc_what}
+    if info is None:
+        report["gpu"] = None
+        report["no_gpu_reason"] = gpu_or_reason()[1]
+    else:
+        with captured_stderr():
+            ceil = ceilings(remeasure=args.remeasure)
+        report["gpu"] = {"name": info.name, "compute_capability": info.cc, "sms": info.sm_count,
+                         "l2_mib": round(info.l2_bytes / 2**20, 1), "memory_gib": round(info.memory_bytes / 2**30, 1),
+                         "driver": driver_version()}
+        report["ceilings"] = {"copy_gbps": ceil.copy_gbps, "fp32_tflops": ceil.fp32_tflops,
+                              "fp16_tflops": ceil.fp16_tflops, "measured": ceil.measured}
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print("Kernel Ladder doctor")
+    if info is None:
+        print(f"  GPU            none: {report['no_gpu_reason']}")
+    else:
+        g = report["gpu"]
+        print(f"  GPU            {g['name']}, compute capability {g['compute_capability']}, {g['sms']} SMs, "
+              f"{g['l2_mib']:g} MiB L2, {g['memory_gib']:g} GiB; driver {g['driver'] or 'unknown'}")
+    for name, version in report["versions"].items():
+        print(f"  {name:<14} {version}")
+    print(f"  CUDA headers   {headers.describe()}")
+    print(f"  NVRTC          {'available' if nvrtc_ok else 'not available'}: {nvrtc_what} "
+          "(compile-only checks without a GPU)")
+    if info is None:
+        print(WHAT_STILL_WORKS)
+        return 0
+    c = report["ceilings"]
+    print(f"Ceilings of this GPU (cached; `ladder doctor --remeasure` measures again):")
+    print(f"  copy bandwidth  {c['copy_gbps']:>8,.0f} GB/s   device-to-device, bytes read + written")
+    print(f"  fp32 matmul     {c['fp32_tflops']:>8.1f} TFLOP/s torch.mm, TF32 off")
+    print(f"  fp16 matmul     {c['fp16_tflops']:>8.0f} TFLOP/s torch.mm, tensor cores")
+    return 0
+
+
+def cmd_compile(args) -> int:
+    from .nvrtc import compile_for_archs
+    from .source import cuda_sources_in_notebook
+
+    archs = tuple(a.strip() for a in args.arch.split(","))
+    failed = 0
+    for path in map(Path, args.paths):
+        if path.suffix == ".ipynb":
+            sources, stray = cuda_sources_in_notebook(path)
+            for index in stray:
+                print(f"{path}: cell {index} has a __global__ kernel outside a NAME_SRC string; not checked")
+        else:
+            sources = [(path.stem, path.read_text())]
+        for name, src in sources:
+            try:
+                compiled = compile_for_archs(src, name, archs)
+                print(f"✓ {path}: {name} compiles for {', '.join(c.arch for c in compiled)}")
+            except LadderError as exc:
+                failed += 1
+                print(f"✗ {path}: {name}\n{exc}")
+    return 1 if failed else 0
+
+
+def cmd_release(args) -> int:
+    from .release import release
+
+    diffs = release(names=args.assignments or None, check=args.check)
+    if args.check:
+        if diffs:
+            print("course/ is out of date with solutions/ (run `ladder release` and commit):")
+            for d in diffs:
+                print(f"  {d}")
+            return 1
+        print("course/ matches a fresh release of solutions/")
+        return 0
+    print("released to course/")
+    return 0
+
+
+def cmd_check(args) -> int:
+    from .nbrun import check
+
+    paths = [Path(p) for p in args.notebooks]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise LadderError(f"no such notebook: {', '.join(missing)}")
+    return 0 if check(paths, repeat=args.repeat, as_json=args.json) else 1
+
+
+def cmd_grade(args) -> int:
+    from .grading import grade
+
+    grades = grade(Path(args.submissions), args.assignment, Path(args.workspace),
+                   Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None)
+    return 0 if all(g.error is None for g in grades) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ladder", description="Kernel Ladder: check your GPU, your kernels, your grades.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("doctor", help="show the GPU, library versions, CUDA headers and the GPU's ceilings")
+    d.add_argument("--remeasure", action="store_true", help="measure the ceilings again instead of using the cache")
+    d.add_argument("--json", action="store_true", help="machine-readable output")
+    d.set_defaults(func=cmd_doctor)
+
+    c = sub.add_parser("compile", help="compile the CUDA kernels of notebooks or .cu files through NVRTC (no GPU needed)")
+    c.add_argument("paths", nargs="+")
+    c.add_argument("--arch", default="sm_80,sm_90", help="comma-separated real architectures (default sm_80,sm_90)")
+    c.set_defaults(func=cmd_compile)
+
+    r = sub.add_parser("release", help="regenerate course/ from solutions/ through nbgrader")
+    r.add_argument("assignments", nargs="*", help="assignment folders (default: all)")
+    r.add_argument("--check", action="store_true", help="fail if course/ differs from a fresh release")
+    r.set_defaults(func=cmd_release)
+
+    k = sub.add_parser("check", help="execute notebooks fresh and grade their autograded cells as nbgrader does")
+    k.add_argument("notebooks", nargs="+")
+    k.add_argument("--json", action="store_true", help="JSON output (schema: docs/check-json.md)")
+    k.add_argument("--repeat", type=int, default=1, help="run each notebook N times; all must pass")
+    k.set_defaults(func=cmd_check)
+
+    g = sub.add_parser("grade", help="autograde submissions with nbgrader, write feedback and a grades CSV")
+    g.add_argument("submissions", help="nbgrader's submitted/ tree, or a folder of STUDENT.ipynb files")
+    g.add_argument("--assignment", required=True, help="assignment folder name, e.g. 01_vector_add")
+    g.add_argument("--workspace", default="grading", help="nbgrader course folder to grade in (default: grading/)")
+    g.add_argument("--csv", help="where to write the grades CSV (default: WORKSPACE/grades.csv)")
+    g.add_argument("--bars", help="a pass-bar override file (sets LADDER_BARS for the graded notebooks)")
+    g.set_defaults(func=cmd_grade)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except LadderError as exc:
+        print(f"ladder {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

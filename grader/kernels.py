@@ -1,0 +1,128 @@
+"""Build and launch CUDA C kernels through CuPy.
+
+`load_kernel(source, name)` returns a `CudaKernel` at once and compiles on first use, so a notebook
+cell that defines a kernel never fails on a machine without a GPU, and the released stub fails
+only where it is used, with a message that says where to write the kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .device import gpu_or_reason
+from .errors import KernelLaunchError, NoGPUError
+from .headers import include_options
+from .source import compile_error, require_written, with_line_directive
+
+
+class CudaKernel:
+    """One `extern "C" __global__` function from a CUDA C source string.
+
+    Call it like a CuPy RawKernel: `kernel(grid, block, args, shared_mem=0)`. Arguments may be torch
+    tensors, CuPy arrays or NumPy scalars; tensors are handed to CuPy through DLPack, without a copy.
+    """
+
+    def __init__(self, source: str, name: str, options: Sequence[str] = (), where: str | None = None):
+        if not isinstance(source, str):
+            raise TypeError(f"load_kernel expects the CUDA C source as a str, got {type(source).__name__}")
+        self.source = source
+        self.name = name
+        self.options = tuple(options)
+        self.where = where
+        self._raw = None
+
+    def __repr__(self) -> str:
+        state = "compiled" if self._raw is not None else "not compiled yet"
+        return f"<CudaKernel {self.name} ({state})>"
+
+    def compile(self):
+        """Compile now (NVRTC through CuPy). Raises NotImplementedYet, NoGPUError or KernelCompileError."""
+        if self._raw is not None:
+            return self._raw
+        require_written(self.source, self.name, self.where)
+        ok, reason = gpu_or_reason()
+        if not ok:
+            raise NoGPUError(f"cannot run `{self.name}`: {reason}. {self._compile_without_gpu()}")
+        import cupy
+        from cupy.cuda.compiler import CompileException
+
+        opts = ("--std=c++17", *include_options(self.source), *self.options)
+        raw = cupy.RawKernel(with_line_directive(self.source, self.name), self.name, options=opts)
+        try:
+            raw.compile()
+        except CompileException as exc:
+            raise compile_error(str(exc), self.source, self.name, "NVRTC through CuPy") from None
+        except AttributeError as exc:  # the source compiled but has no such function
+            raise KernelLaunchError(
+                f"the CUDA source compiled, but it has no kernel named `{self.name}`: declare it as "
+                f'extern "C" __global__ void {self.name}(...) ({exc})') from None
+        self._raw = raw
+        return raw
+
+    def _compile_without_gpu(self) -> str:
+        """Without a GPU, NVRTC can still say whether the kernel compiles (compile errors raise)."""
+        from .nvrtc import compile_for_archs, nvrtc_available
+
+        available, why = nvrtc_available()
+        if not available:
+            return f"(Could not check that it compiles either: {why}.)"
+        archs = [c.arch for c in compile_for_archs(self.source, self.name, options=self.options)]
+        return f"It does compile for {' and '.join(archs)} (checked with NVRTC, no GPU needed)."
+
+    def __call__(self, grid, block, args: Sequence[Any], shared_mem: int = 0) -> None:
+        raw = self.compile()
+        import cupy
+
+        grid, block = _dims(grid, "grid"), _dims(block, "block")
+        converted = tuple(_as_kernel_arg(a) for a in args)
+        try:
+            raw(grid, block, converted, shared_mem=shared_mem)
+        except cupy.cuda.driver.CUDADriverError as exc:
+            threads = 1
+            for b in block:
+                threads *= b
+            hint = " (a block holds at most 1024 threads)" if threads > 1024 else ""
+            raise KernelLaunchError(
+                f"launching `{self.name}` with grid={grid}, block={block} failed: {exc}{hint}") from None
+
+
+def _dims(value, what: str) -> tuple[int, ...]:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise KernelLaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    if any(d < 1 for d in dims):
+        raise KernelLaunchError(f"every {what} dimension must be at least 1, got {dims}")
+    return dims
+
+
+def _as_kernel_arg(arg):
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        torch = None
+    if torch is not None and isinstance(arg, torch.Tensor):
+        if not arg.is_cuda:
+            raise KernelLaunchError("a kernel argument is a CPU tensor: move it to the GPU first (.cuda())")
+        import cupy
+        return cupy.from_dlpack(arg)
+    if isinstance(arg, bool):
+        raise KernelLaunchError("pass flags to kernels as numpy.int32(0 or 1), not Python bools")
+    if isinstance(arg, (int, float)):
+        raise KernelLaunchError(
+            f"kernel scalar argument {arg!r} is a plain Python {type(arg).__name__}: pass it with its exact "
+            "C type, e.g. numpy.int64(n) for `long long n`, numpy.int32(n) for `int n`, "
+            "numpy.float32(x) for `float x`")
+    return arg
+
+
+def load_kernel(source: str, name: str, options: Sequence[str] = (), where: str | None = None) -> CudaKernel:
+    """A kernel from CUDA C source. Nothing is compiled until the first launch (or `.compile()`)."""
+    return CudaKernel(source, name, options, where)
+
+
+def compile_only(source: str, name: str, archs=("sm_80", "sm_90")) -> str:
+    """Compile through NVRTC without a GPU; returns a one-line summary, raises on errors."""
+    from .nvrtc import compile_for_archs
+
+    results = compile_for_archs(source, name, archs)
+    return f"`{name}` compiles for {', '.join(r.arch for r in results)} (NVRTC, no GPU needed)"

@@ -1,0 +1,151 @@
+"""`ladder check`: execute notebooks fresh and grade their autograded cells exactly as nbgrader does.
+
+The notebook runs top to bottom in a new kernel (nbclient), in its own folder, and is never written
+back. Each autograded test cell is scored with nbgrader's own `determine_grade`: an error or any
+stderr output scores 0. The JSON form (`--json`) is documented in docs/check-json.md and versioned
+by its "schema" field.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .settings import CELL_TIMEOUT_S
+
+SCHEMA = "kernel-ladder.check/1"
+
+
+@dataclass
+class CellResult:
+    grade_id: str
+    points: float
+    max_points: float
+    outcome: str          # "pass", "fail" (error output), "stderr" (wrote to stderr), "not-run"
+    error: dict | None = None    # {"ename": ..., "evalue": ...} for "fail"
+    stderr: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "pass"
+
+
+@dataclass
+class NotebookResult:
+    path: str
+    run: int
+    seconds: float
+    cells: list[CellResult] = field(default_factory=list)
+    error: str | None = None   # the notebook could not be run to the end (kernel died, timeout)
+
+    @property
+    def score(self) -> float:
+        return sum(c.points for c in self.cells)
+
+    @property
+    def max_score(self) -> float:
+        return sum(c.max_points for c in self.cells)
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and bool(self.cells) and all(c.passed for c in self.cells)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.update(score=self.score, max_score=self.max_score, passed=self.passed)
+        for cell, raw in zip(self.cells, d["cells"]):
+            raw["passed"] = cell.passed
+        return d
+
+
+def _is_autograded_test(cell) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def grade_cells(nb, executed_ids: set[str] | None = None) -> list[CellResult]:
+    """Score the autograded test cells of an executed notebook with nbgrader's rule."""
+    from nbgrader.utils import determine_grade
+
+    results = []
+    for cell in nb.cells:
+        if not _is_autograded_test(cell):
+            continue
+        gid = cell.metadata.nbgrader.get("grade_id", "?")
+        max_points = float(cell.metadata.nbgrader.get("points", 0))
+        if executed_ids is not None and cell.get("id") not in executed_ids:
+            results.append(CellResult(gid, 0.0, max_points, "not-run"))
+            continue
+        points, max_points = determine_grade(cell)
+        error = next(({"ename": o.get("ename", ""), "evalue": o.get("evalue", "")}
+                      for o in cell.outputs if o.output_type == "error"), None)
+        stderr = "".join(o.get("text", "") for o in cell.outputs
+                         if o.output_type == "stream" and o.get("name") == "stderr") or None
+        outcome = "fail" if error else ("stderr" if stderr else "pass")
+        results.append(CellResult(gid, float(points or 0.0), max_points, outcome, error, stderr))
+    return results
+
+
+def run_notebook(path: Path, run: int = 1, timeout: int = CELL_TIMEOUT_S) -> NotebookResult:
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    nb = nbformat.read(str(path), as_version=4)
+    executed: set[str] = set()
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(path.parent.resolve())}},
+                            on_cell_executed=lambda cell, **_: executed.add(cell.get("id")))
+    start = time.perf_counter()
+    error = None
+    try:
+        client.execute()
+    except CellTimeoutError as exc:
+        error = f"a cell ran longer than {timeout} s: {str(exc).splitlines()[0]}"
+    except DeadKernelError as exc:
+        error = f"the notebook's kernel died: {exc}"
+    result = NotebookResult(str(path), run, time.perf_counter() - start, error=error)
+    result.cells = grade_cells(nb, executed if error else None)
+    return result
+
+
+def format_result(r: NotebookResult) -> str:
+    lines = [f"{r.path}  (run {r.run}, {r.seconds:.0f} s)"]
+    if r.error:
+        lines.append(f"  ! {r.error}")
+    if not r.cells:
+        lines.append("  ! no autograded test cells found")
+    width = max((len(c.grade_id) for c in r.cells), default=10)
+    for c in r.cells:
+        mark = "✓" if c.passed else "✗"
+        line = f"  {mark} {c.grade_id:<{width}}  {c.points:g}/{c.max_points:g}"
+        if c.outcome == "fail" and c.error:
+            first = (c.error["evalue"] or "").strip().splitlines()
+            line += f"  {c.error['ename']}: {first[0] if first else ''}"
+        elif c.outcome == "stderr":
+            line += f"  wrote to stderr (nbgrader scores that 0): {c.stderr.strip().splitlines()[0][:120]}"
+        elif c.outcome == "not-run":
+            line += "  not run"
+        lines.append(line)
+    lines.append(f"  score {r.score:g}/{r.max_score:g}  {'PASS' if r.passed else 'FAIL'}")
+    return "\n".join(lines)
+
+
+def check(paths: list[Path], repeat: int = 1, as_json: bool = False, echo=print) -> bool:
+    results = []
+    for run in range(1, repeat + 1):
+        for path in paths:
+            r = run_notebook(path, run)
+            results.append(r)
+            if not as_json:
+                echo(format_result(r))
+    passed = all(r.passed for r in results)
+    if as_json:
+        echo(json.dumps({"schema": SCHEMA, "passed": passed, "notebooks": [r.as_dict() for r in results]},
+                        indent=2))
+    elif repeat > 1 or len(paths) > 1:
+        n_ok = sum(r.passed for r in results)
+        echo(f"{n_ok} of {len(results)} notebook runs passed every graded cell")
+    return passed

@@ -1,0 +1,60 @@
+"""What a chapter notebook calls first: a summary of the machine, and readable grader errors.
+
+`start()` installs an IPython handler for `LadderError`: the learner sees one message that says
+what is wrong, not a traceback through the grader's internals. It is still an error output, so
+nbgrader and nbval count the cell as failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .device import WHAT_STILL_WORKS, Ceilings, GPUInfo, cached_ceilings, ceilings, gpu_info, gpu_or_reason
+from .errors import LadderError
+from .quiet import captured_stderr
+
+
+def _show_ladder_error(shell, etype, value, tb, tb_offset=None):
+    stb = [f"\x1b[0;31m{etype.__name__}\x1b[0m: {value}"]
+    shell._showtraceback(etype, value, stb)
+    return stb
+
+
+def install_error_display() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    shell.set_custom_exc((LadderError,), _show_ladder_error)
+    return True
+
+
+@dataclass(frozen=True)
+class Session:
+    gpu: GPUInfo | None
+    ceilings: Ceilings | None
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.gpu is not None
+
+
+def start(chapter: int) -> Session:
+    install_error_display()
+    info = gpu_info()
+    if info is None:
+        print(f"Chapter {chapter}: {gpu_or_reason()[1]}.\n{WHAT_STILL_WORKS}")
+        return Session(None, None)
+    print(f"Chapter {chapter} on {info.name}: compute capability {info.cc}, {info.sm_count} SMs, "
+          f"{info.l2_bytes / 2**20:.0f} MiB L2, {info.memory_bytes / 2**30:.0f} GiB")
+    ceil = cached_ceilings()
+    if ceil is None:
+        print("Measuring this GPU's ceilings once (a few seconds; `ladder doctor` does the same)...")
+        with captured_stderr():
+            ceil = ceilings()
+    print(f"Ceilings: copy {ceil.copy_gbps:,.0f} GB/s (read + write), fp32 matmul {ceil.fp32_tflops:.1f} TFLOP/s, "
+          f"fp16 matmul {ceil.fp16_tflops:.0f} TFLOP/s (measured {ceil.measured[:10]})")
+    return Session(info, ceil)

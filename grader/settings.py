@@ -1,0 +1,34 @@
+"""nbgrader settings for a GPU course, in one place: nbgrader_config.py, `ladder release`,
+`ladder check` and `ladder grade` all apply these."""
+
+from __future__ import annotations
+
+COURSE_ID = "kernel-ladder"
+SOURCE_DIR = "solutions"
+RELEASE_DIR = "course"
+
+# nbgrader's default is 30 s a cell. A speed cell warms up, times interleaved rounds against torch
+# and may compile (NVRTC, torch.compile, Triton autotuning in later chapters): minutes, not seconds.
+CELL_TIMEOUT_S = 900
+
+
+def configure_nbgrader(c, root: str | None = None) -> None:
+    """Apply the course's settings to a traitlets Config (`c` in nbgrader_config.py)."""
+    if root is not None:
+        c.CourseDirectory.root = root
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.source_directory = SOURCE_DIR
+    c.CourseDirectory.release_directory = RELEASE_DIR
+    # Never copy build products or caches into a release or a submission.
+    c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.cubin",
+                                "*.ptx", "*.o", ".triton"]
+    c.Execute.timeout = CELL_TIMEOUT_S
+    c.Execute.interrupt_on_timeout = True
+    # A GPU check that hangs must not hold the grading of the rest of the class.
+    c.Execute.startup_timeout = 120
+    c.Execute.execute_retries = 0
+    # Kernel reports are short; a runaway print loop must not bloat a feedback page.
+    c.LimitOutput.max_lines = 400
+    c.LimitOutput.max_traceback = 60
+    # The released stub for code solutions. The grader recognises it inside CUDA C strings too.
+    c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

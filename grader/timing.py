@@ -1,0 +1,127 @@
+"""Time a learner's kernel against torch's, interleaved, in the same process and the same run.
+
+One timing round measures every contender once, in an order that rotates from round to round, so
+that clock ramps and a neighbour's load fall on all of them alike. Rounds repeat until the spread
+across rounds is small or the time budget is spent; the verdict uses the median over rounds.
+
+Each measurement comes from a backend:
+- `GPUBackend` is `triton.testing.do_bench`: warm-up, an L2 flush before every repetition, CUDA
+  events around each call, a device-wide synchronize, every per-call time returned.
+- `CPUBackend` is `torch.utils.benchmark.Timer`, so CI exercises the same rounds, statistics and
+  verdicts without a GPU.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+class GPUBackend:
+    name = "gpu"
+
+    def __init__(self, warmup_ms: int = 10, rep_ms: int = 40):
+        self.warmup_ms, self.rep_ms = warmup_ms, rep_ms
+
+    def times_ms(self, fn: Callable[[], object]) -> list[float]:
+        from triton.testing import do_bench
+
+        return list(do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode="all"))
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize()
+
+
+class CPUBackend:
+    name = "cpu"
+
+    def __init__(self, min_run_time_s: float = 0.02):
+        self.min_run_time_s = min_run_time_s
+
+    def times_ms(self, fn: Callable[[], object]) -> list[float]:
+        from torch.utils.benchmark import Timer
+
+        m = Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=self.min_run_time_s)
+        return [t * 1e3 for t in m.times]
+
+    def synchronize(self) -> None:
+        pass
+
+
+def default_backend():
+    from .device import has_gpu
+
+    return GPUBackend() if has_gpu() else CPUBackend()
+
+
+@dataclass
+class Timing:
+    """One contender's round medians, in milliseconds."""
+    name: str
+    rounds_ms: list[float] = field(default_factory=list)
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.rounds_ms)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over the median, across rounds (0.02 = 2%)."""
+        if len(self.rounds_ms) < 2:
+            return float("inf")
+        q = statistics.quantiles(self.rounds_ms, n=4, method="inclusive")
+        return (q[2] - q[0]) / self.median_ms
+
+
+@dataclass
+class Comparison:
+    candidate: Timing
+    baseline: Timing
+    others: dict[str, Timing]
+    rounds: int
+    elapsed_s: float
+    backend: str
+
+    @property
+    def speedup(self) -> float:
+        """Baseline time over candidate time: above 1 means the candidate is faster."""
+        return self.baseline.median_ms / self.candidate.median_ms
+
+    def speedup_over(self, name: str) -> float:
+        return self.others[name].median_ms / self.candidate.median_ms
+
+
+def compare(candidate: Callable[[], object], baseline: Callable[[], object], *,
+            others: dict[str, Callable[[], object]] | None = None, backend=None,
+            min_rounds: int = 5, max_rounds: int = 25, target_spread: float = 0.02,
+            budget_s: float = 20.0, candidate_name: str = "yours", baseline_name: str = "torch") -> Comparison:
+    """Interleave rounds of all contenders until the spread is below target or the budget is spent."""
+    backend = backend or default_backend()
+    contenders = [(candidate_name, candidate), (baseline_name, baseline), *(others or {}).items()]
+    timings = {name: Timing(name) for name, _ in contenders}
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < max_rounds:
+        shift = rounds % len(contenders)
+        for name, fn in contenders[shift:] + contenders[:shift]:
+            samples = backend.times_ms(fn)
+            timings[name].rounds_ms.append(statistics.median(samples))
+        backend.synchronize()
+        rounds += 1
+        if rounds >= min_rounds:
+            worst = max(timings[candidate_name].spread, timings[baseline_name].spread)
+            if worst <= target_spread or time.perf_counter() - start > budget_s:
+                break
+    return Comparison(candidate=timings[candidate_name], baseline=timings[baseline_name],
+                      others={n: timings[n] for n, _ in contenders[2:]}, rounds=rounds,
+                      elapsed_s=time.perf_counter() - start, backend=backend.name)
+
+
+def bench(fn: Callable[[], object], backend=None) -> float:
+    """Median milliseconds of one function (for exploratory plots, not for verdicts)."""
+    backend = backend or default_backend()
+    return statistics.median(backend.times_ms(fn))
