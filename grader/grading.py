@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .errors import LadderError
 from .quiet import captured_stderr
-from .release import repo_root
+from .release import nbgrader_env, repo_root
 from .settings import SOURCE_DIR, configure_nbgrader
 
 
@@ -66,6 +66,7 @@ def _api(workspace: Path):
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
 
+    nbgrader_env()
     c = Config()
     configure_nbgrader(c, root=str(workspace))
     c.CourseDirectory.source_directory = "source"

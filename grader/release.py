@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import filecmp
 import json
+import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -31,10 +33,19 @@ def assignments(root: Path) -> list[str]:
                   if p.is_dir() and any(p.glob("*.ipynb")) and not p.name.startswith("."))
 
 
+def nbgrader_env() -> None:
+    """nbgrader runs `alembic` as a command to set up its database: make the interpreter's own bin
+    folder reachable even when `ladder` runs from a virtual environment that is not activated."""
+    bindir = os.path.dirname(sys.executable)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
 def _api(root: Path, release_dir: Path, db: Path):
     from nbgrader.apps import NbGraderAPI
     from traitlets.config import Config
 
+    nbgrader_env()
     c = Config()
     configure_nbgrader(c, root=str(root))
     c.CourseDirectory.release_directory = str(release_dir)

@@ -100,8 +100,13 @@ def check_vector_add_speed(vector_add) -> SpeedResult:
 
 
 def check_vector_add_stretch(vector_add) -> SpeedResult:
-    """The stretch goal: correctness is required, the speed bar only reports."""
-    check_correctness(VECTOR_ADD, vector_add, (1, 31, 1001, 4099, 1 << 20), trials=1)
+    """The stretch goal: correctness is required, the speed bar only reports. Not attempted yet is
+    not an error, so that "Run All" carries on to exercise 1b."""
+    try:
+        check_correctness(VECTOR_ADD, vector_add, (1, 31, 1001, 4099, 1 << 20), trials=1)
+    except NotImplementedError:
+        print("Stretch goal not attempted yet: write vector_add_v4 and VECTOR_ADD_V4_SRC above to try it.")
+        return None
     return check_speed(VECTOR_ADD, vector_add, "1a-stretch")
 
 
@@ -144,10 +149,10 @@ def check_napkin_math(vector_add_bytes, floor_ms) -> None:
 def check_fusion_napkin(eager_bytes, fused_bytes) -> None:
     """Exercise 1.1: bytes moved by torch eager's three kernels, and by one fused kernel."""
     for n in (1, 1000, 1 << 27):
-        _close(_call(eager_bytes, n, exercise="1.1", names="`eager_bytes` and `fused_bytes`"), 36 * n,
+        _close(_call(eager_bytes, n, exercise="1.1", names="`eager_bytes` and `fused_bytes`"), 32 * n,
                f"eager_bytes({n}) (hint: list each of the three kernels' reads and writes)")
         _close(_call(fused_bytes, n, exercise="1.1", names="`fused_bytes`"), 16 * n, f"fused_bytes({n})")
-    print(f"✓ 1.1 fusion napkin math: right; the best fusion can do here is {36 / 16:.2f}x")
+    print(f"✓ 1.1 fusion napkin math: right; the best fusion can do here is {32 / 16:.2f}x")
 
 
 # -------------------------------------------------------------------------------- plots
@@ -175,7 +180,8 @@ def plot_results(*results: SpeedResult):
     ceiling = next((r.ceiling_value for r in results if r.ceiling_value), None)
     if ceiling:
         ax.axhline(ceiling, color="black", linestyle="--", linewidth=1)
-        ax.text(len(values) - 0.5, ceiling, f"copy ceiling {ceiling:,.0f} GB/s", ha="right", va="bottom", fontsize=8)
+        ax.text(-0.5, ceiling * 1.01, f"copy ceiling {ceiling:,.0f} GB/s", ha="left", va="bottom", fontsize=8)
+        ax.set_ylim(0, max(max(values), ceiling) * 1.15)
     ax.set_ylabel("achieved bandwidth (GB/s)\nbytes that must move / time")
     ax.set_title(f"Chapter 1 on {results[0].gpu}")
     fig.tight_layout()
