@@ -1,0 +1,60 @@
+"""Turn a synthetic submission (a module with CELLS) into a student notebook."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _solution_sources(chapter_dir: str) -> dict[str, str]:
+    nb = json.loads(next((ROOT / "solutions" / chapter_dir).glob("*.ipynb")).read_text())
+    out = {}
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution"):
+            out[meta["grade_id"]] = "".join(cell["source"])
+    return out
+
+
+def load(chapter: str, name: str):
+    return importlib.import_module(f"submissions.{chapter}.{name}")
+
+
+def build(chapter: str, chapter_dir: str, name: str, dest: Path) -> Path:
+    """Write the student notebook for submission `name` to dest (a .ipynb path)."""
+    sub = load(chapter, name)
+    released = next((ROOT / "course" / chapter_dir).glob("*.ipynb"))
+    nb = json.loads(released.read_text())
+    solutions = _solution_sources(chapter_dir)
+    for gid in getattr(sub, "CELLS", {}):
+        if gid not in solutions:
+            raise KeyError(f"submission {name} names cell {gid!r}, which is not a solution cell of {chapter_dir}")
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if not meta.get("solution"):
+            continue
+        gid = meta["grade_id"]
+        if gid in getattr(sub, "CELLS", {}):
+            cell["source"] = sub.CELLS[gid]
+        elif not getattr(sub, "STUB", False):
+            cell["source"] = solutions[gid]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(nb, indent=1))
+    return dest
+
+
+def launchers(chapter: str, name: str, cell_ids: list[str]) -> dict:
+    """Execute a submission's cells (or the solution's) outside a notebook; returns their namespace."""
+    sub = load(chapter, name)
+    chapter_dir = getattr(sub, "CHAPTER_DIR")
+    solutions = _solution_sources(chapter_dir)
+    ns: dict = {}
+    exec("import numpy as np\nimport torch\nfrom grader import load_kernel\n"
+         "from grader.device import gpu_info\nfrom grader.notebook import Session\n"
+         "session = Session(gpu_info(), None)\n", ns)
+    for gid in cell_ids:
+        exec(getattr(sub, "CELLS", {}).get(gid, solutions[gid]), ns)
+    return ns

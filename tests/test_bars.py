@@ -1,0 +1,60 @@
+"""Pass bars: one data file, every graded exercise has a bar and every bar an exercise."""
+
+import pytest
+
+from grader.bars import bar_for, load_bars
+from grader.chapters import all_bar_keys, all_exercises
+from grader.errors import LadderError
+
+
+def test_every_exercise_has_a_bar_and_every_bar_an_exercise():
+    bars = set(load_bars())
+    used = all_bar_keys()
+    assert bars == set(used), (f"bars without an exercise: {sorted(bars - set(used))}; "
+                               f"exercises without a bar: {sorted(set(used) - bars)}")
+    exercises = all_exercises()
+    for bar_key, ex_key in used.items():
+        assert ex_key in exercises, f"bar {bar_key} points at unknown exercise {ex_key}"
+    for key in exercises:
+        assert key in bars and load_bars()[key].graded, f"graded exercise {key} has no graded bar"
+
+
+def test_default_bars_match_the_course_plan():
+    assert bar_for("1a").bar == pytest.approx(0.70)
+    assert bar_for("1b").bar == pytest.approx(1.5)
+    stretch = bar_for("1a-stretch")
+    assert stretch.bar == pytest.approx(0.95) and not stretch.graded
+
+
+def test_instructor_override_replaces_only_what_it_names(tmp_path, monkeypatch):
+    override = tmp_path / "bars.toml"
+    override.write_text('["1a"]\nbar = 0.5\n')
+    monkeypatch.setenv("LADDER_BARS", str(override))
+    bars = load_bars()
+    assert bars["1a"].bar == 0.5 and bars["1a"].source == str(override)
+    assert bars["1a"].baseline == "torch.add"     # fields not named keep their defaults
+    assert bars["1b"].bar == pytest.approx(1.5)   # keys not named keep their defaults
+
+
+@pytest.mark.parametrize("text, message", [
+    ('["1a"]\nbar = "fast"\n', "not a number"),
+    ('["1a"]\nbar = -1\n', "must be positive"),
+    ('["1a"\nbar = 1\n', "not valid TOML"),
+])
+def test_bad_override_files_name_the_problem(tmp_path, monkeypatch, text, message):
+    override = tmp_path / "bars.toml"
+    override.write_text(text)
+    monkeypatch.setenv("LADDER_BARS", str(override))
+    with pytest.raises(LadderError, match=message):
+        load_bars()
+
+
+def test_missing_override_file_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("LADDER_BARS", str(tmp_path / "nope.toml"))
+    with pytest.raises(LadderError, match="does not name a file"):
+        load_bars()
+
+
+def test_unknown_bar_key():
+    with pytest.raises(LadderError, match="no pass bar for exercise 'zz'"):
+        bar_for("zz")

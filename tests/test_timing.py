@@ -1,0 +1,110 @@
+"""Timing and verdicts on the CPU: interleaving, stopping rules, speedups, pass and fail."""
+
+import pytest
+import torch
+
+from grader.chapters import ch01
+from grader.errors import CheckFailed
+from grader.exercise import check_speed
+from grader.timing import CPUBackend, Timing, compare
+
+
+class ScriptedBackend:
+    """A backend whose timings we choose, to test the rounds logic exactly."""
+    name = "scripted"
+
+    def __init__(self, times):
+        self.times = times        # fn -> list of per-round ms (consumed in order)
+        self.order = []
+
+    def times_ms(self, fn):
+        self.order.append(fn)
+        return [self.times[fn].pop(0)]
+
+    def synchronize(self):
+        pass
+
+
+def test_rounds_interleave_and_rotate_order():
+    a, b = (lambda: None), (lambda: None)
+    backend = ScriptedBackend({a: [1.0] * 5, b: [2.0] * 5})
+    cmp = compare(a, b, backend=backend, min_rounds=5, max_rounds=5)
+    assert cmp.rounds == 5
+    assert backend.order[:4] == [a, b, b, a], "each round must alternate which contender goes first"
+    assert cmp.speedup == pytest.approx(2.0)
+
+
+def test_stops_early_when_spread_is_small_and_keeps_going_when_noisy():
+    a, b = (lambda: None), (lambda: None)
+    steady = ScriptedBackend({a: [1.0] * 30, b: [1.0] * 30})
+    assert compare(a, b, backend=steady, min_rounds=5, max_rounds=30).rounds == 5
+    noisy_a = [1.0, 2.0, 1.0, 3.0] * 8
+    noisy = ScriptedBackend({a: list(noisy_a), b: [1.0] * 32})
+    cmp = compare(a, b, backend=noisy, min_rounds=5, max_rounds=12, budget_s=60)
+    assert cmp.rounds == 12 and cmp.candidate.spread > 0.02
+
+
+def test_median_over_rounds_resists_one_outlier():
+    t = Timing("x", [1.0, 1.0, 50.0, 1.0, 1.0])
+    assert t.median_ms == 1.0
+
+
+def test_cpu_backend_measures_real_work():
+    backend = CPUBackend(min_run_time_s=0.01)
+    big = torch.randn(1 << 20)
+    small = torch.randn(1 << 10)
+    cmp = compare(lambda: big.sum(), lambda: small.sum(), backend=backend, min_rounds=3, max_rounds=3)
+    assert cmp.candidate.median_ms > cmp.baseline.median_ms > 0
+    assert cmp.speedup < 1
+
+
+def test_speed_check_passes_and_reports(capsys):
+    result = check_speed(ch01.VECTOR_ADD, lambda a, b, out: torch.add(a, b, out=out), device="cpu",
+                         backend=CPUBackend(0.01), size=1 << 18)
+    out = capsys.readouterr().out
+    assert result.passed and result.graded
+    assert "✓ 1a speed, vector add: passed (bar 0.70x torch.add)" in out
+    assert "GB/s" in out and "interleaved rounds" in out
+    assert result.bytes_moved == 12 * (1 << 18)
+
+
+def test_speed_check_fails_a_slow_kernel_with_the_table():
+    def slow(a, b, out):
+        for _ in range(20):
+            torch.add(a, b, out=out)
+
+    with pytest.raises(CheckFailed) as info:
+        check_speed(ch01.VECTOR_ADD, slow, device="cpu", backend=CPUBackend(0.01), size=1 << 18)
+    msg = str(info.value)
+    assert "below the bar" in msg and "Needs at least 0.70x torch.add" in msg and "Hint:" in msg
+
+
+def test_stretch_bar_reports_but_does_not_fail():
+    def slow(a, b, out):
+        for _ in range(20):
+            torch.add(a, b, out=out)
+
+    result = check_speed(ch01.VECTOR_ADD, slow, "1a-stretch", device="cpu", backend=CPUBackend(0.01), size=1 << 16)
+    assert not result.passed and not result.graded
+
+
+def test_speed_check_rechecks_the_output_after_timing():
+    calls = {"n": 0}
+
+    def correct_then_lazy(a, b, out):
+        # Right during the correctness run, then never writes again: stale output must be caught.
+        calls["n"] += 1
+        if calls["n"] == 1:
+            torch.add(a, b, out=out)
+
+    with pytest.raises(CheckFailed, match="wrong result"):
+        check_speed(ch01.VECTOR_ADD, correct_then_lazy, device="cpu", backend=CPUBackend(0.01), size=1 << 12)
+
+
+def test_bar_override_changes_the_verdict(tmp_path, monkeypatch):
+    override = tmp_path / "bars.toml"
+    override.write_text('["1a"]\nbar = 1000.0\n')
+    monkeypatch.setenv("LADDER_BARS", str(override))
+    with pytest.raises(CheckFailed, match="Needs at least 1000.00x"):
+        check_speed(ch01.VECTOR_ADD, lambda a, b, out: torch.add(a, b, out=out), device="cpu",
+                    backend=CPUBackend(0.01), size=1 << 12)
