@@ -106,7 +106,7 @@ class SpeedResult:
                      f"  {self.gbps(self.baseline_ms):8,.0f} GB/s")
         for name, ms in self.others.items():
             lines.append(f"  {name:<16}{ms:9.3f} ms         {self.gbps(ms):8,.0f} GB/s"
-                         f"  (for comparison: yours is {ms / self.ms:.2f}x of it)")
+                         f"  (not graded; yours runs at {ms / self.ms:.2f}x its speed)")
         for name, why in self.unavailable.items():
             lines.append(f"  {name:<16}not measured: {why}")
         lines.append(f"  speedup {self.speedup:.2f}x  ({self.size}; median of {c.rounds} interleaved rounds; "
