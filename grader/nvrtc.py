@@ -72,6 +72,20 @@ def _run(nvrtc, text: str, name: str, options: list[str], source: str):
         raise
 
 
+def _compile_and_get(nvrtc, text: str, name: str, options: list[str], source: str, what: str):
+    """Compile once and fetch one product: what = "CUBIN" (needs sm_XX) or "PTX" (needs compute_XX)."""
+    prog, log = _run(nvrtc, text, name, options, source)
+    try:
+        err, size = getattr(nvrtc, f"nvrtcGet{what}Size")(prog)
+        _check(nvrtc, err, f"nvrtcGet{what}Size")
+        data = b" " * size
+        (err,) = getattr(nvrtc, f"nvrtcGet{what}")(prog, data)
+        _check(nvrtc, err, f"nvrtcGet{what}")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return data, log
+
+
 def compile_cuda(source: str, name: str, arch: str = "sm_90", options: tuple[str, ...] = ()) -> Compiled:
     """Compile `source` for one real architecture: the cubin for sm_XX and the PTX for compute_XX.
 
@@ -84,25 +98,8 @@ def compile_cuda(source: str, name: str, arch: str = "sm_90", options: tuple[str
     common = ["--std=c++17", *include_options(source), *options]
     virtual = arch.replace("sm_", "compute_")
 
-    prog, log = _run(nvrtc, text, name, [f"--gpu-architecture={arch}", *common], source)
-    try:
-        err, size = nvrtc.nvrtcGetCUBINSize(prog)
-        _check(nvrtc, err, "nvrtcGetCUBINSize")
-        cubin = b" " * size
-        (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
-        _check(nvrtc, err, "nvrtcGetCUBIN")
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-
-    prog, _ = _run(nvrtc, text, name, [f"--gpu-architecture={virtual}", *common], source)
-    try:
-        err, size = nvrtc.nvrtcGetPTXSize(prog)
-        _check(nvrtc, err, "nvrtcGetPTXSize")
-        ptx = b" " * size
-        (err,) = nvrtc.nvrtcGetPTX(prog, ptx)
-        _check(nvrtc, err, "nvrtcGetPTX")
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    cubin, log = _compile_and_get(nvrtc, text, name, [f"--gpu-architecture={arch}", *common], source, "CUBIN")
+    ptx, _ = _compile_and_get(nvrtc, text, name, [f"--gpu-architecture={virtual}", *common], source, "PTX")
     return Compiled(name, arch, ptx.decode(errors="replace").rstrip("\x00"), bytes(cubin), log)
 
 
