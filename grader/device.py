@@ -37,6 +37,13 @@ def has_gpu() -> bool:
     return gpu_or_reason()[0]
 
 
+def free_gpu_bytes() -> int:
+    import torch
+
+    free, _ = torch.cuda.mem_get_info()
+    return int(free)
+
+
 @dataclass(frozen=True)
 class GPUInfo:
     name: str
@@ -170,19 +177,13 @@ def measure_ceilings() -> Ceilings:
 
 def ceilings(remeasure: bool = False) -> Ceilings | None:
     """Cached ceilings for this GPU, measured now if there are none. None without a GPU."""
-    info = gpu_info()
-    if info is None:
+    if gpu_info() is None:
         return None
-    path = _cache_file(info)
-    if not remeasure and path.is_file():
-        try:
-            return Ceilings(**json.loads(path.read_text()))
-        except (ValueError, TypeError):
-            pass  # a stale or broken cache: measure again
-    return measure_ceilings()
+    return (None if remeasure else cached_ceilings()) or measure_ceilings()
 
 
 def cached_ceilings() -> Ceilings | None:
+    """The cached ceilings of this GPU, or None (no GPU, never measured, or a stale cache)."""
     info = gpu_info()
     if info is None:
         return None

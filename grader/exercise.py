@@ -19,7 +19,7 @@ import torch
 
 from . import correctness, timing
 from .bars import bar_for
-from .device import WHAT_STILL_WORKS, cached_ceilings, ceilings, gpu_info, gpu_or_reason
+from .device import WHAT_STILL_WORKS, ceilings, gpu_info, gpu_or_reason
 from .errors import CheckFailed, KernelCompileError, KernelLaunchError, LadderError, NoGPUError, NotImplementedYet
 from .quiet import captured_stderr
 
@@ -197,8 +197,12 @@ def check_correctness(ex: Exercise, fn: Callable, sizes=None, trials: int = 2, d
 def _one_trial(ex: Exercise, fn: Callable, size, dev: str, what: str) -> None:
     gen, _ = correctness.fresh_generator(dev)
     inputs = ex.make_inputs(size, gen, dev)
-    pristine = correctness.snapshot(inputs)
-    out = correctness.poison(ex.make_output(size, dev))
+    _launch_and_verify(ex, fn, inputs, correctness.snapshot(inputs), ex.make_output(size, dev), dev, what)
+
+
+def _launch_and_verify(ex: Exercise, fn: Callable, inputs, pristine, out, dev: str, what: str) -> None:
+    """Poison `out`, launch once, then check the inputs are untouched and `out` matches the reference."""
+    correctness.poison(out)
     launch(ex, fn, inputs, out, dev)
     correctness.require_unchanged(pristine, inputs, what, ex.arg_names)
     if out.dtype != ex.dtype:
@@ -270,14 +274,9 @@ def _measure(ex: Exercise, fn: Callable, bar, dev: str, backend, size) -> SpeedR
                          others=others, backend=backend, baseline_name=ex.baseline_name)
 
     # The timed launches must have computed the answer: poison, run once more, check.
-    correctness.poison(out)
-    launch(ex, fn, inputs, out, dev)
-    correctness.require_unchanged(pristine, inputs, what, ex.arg_names)
-    rtol, atol = correctness.tolerance(ex.dtype)
-    correctness.compare(out, ex.reference(*[t.to(torch.float64) for t in pristine]),
-                        rtol=rtol, atol=atol, what=what + " (after timing)")
+    _launch_and_verify(ex, fn, inputs, pristine, out, dev, what + " (after timing)")
 
-    ceil = (cached_ceilings() or ceilings()) if dev == "cuda" else None
+    ceil = ceilings() if dev == "cuda" else None
     info = gpu_info() if dev == "cuda" else None
     return SpeedResult(
         key=bar.key, title=ex.title, size=ex.describe_size(size), gpu=info.name if info else "CPU backend",
@@ -286,7 +285,3 @@ def _measure(ex: Exercise, fn: Callable, bar, dev: str, backend, size) -> SpeedR
         ceiling_value=ceil.value(ex.ceiling) if ceil else None, baseline_name=ex.baseline_name,
         others={n: t.median_ms for n, t in cmp.others.items()}, unavailable=unavailable)
 
-
-def free_gpu_bytes() -> int:
-    free, _ = torch.cuda.mem_get_info()
-    return int(free)

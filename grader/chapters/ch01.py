@@ -18,9 +18,9 @@ from typing import Callable
 
 import torch
 
-from ..device import gpu_or_reason
+from ..device import free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed, NotImplementedYet
-from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, free_gpu_bytes
+from ..exercise import Exercise, SpeedResult, check_correctness, check_speed
 from ..quiet import captured_stderr
 from ..timing import bench
 
