@@ -197,4 +197,6 @@ def cached_ceilings() -> Ceilings | None:
 WHAT_STILL_WORKS = (
     "What still works without a GPU: reading every chapter; the napkin-math exercises (graded); "
     "compile checks of your CUDA kernels through NVRTC (`ladder compile NOTEBOOK`); `ladder doctor`; "
-    "and the grader's own tests (`pytest`). Correctness and speed checks of kernels need an NVIDIA GPU.")
+    "the grader's own tests (`pytest`); and chapters 5 and 6, whose Triton kernels run on the CPU through "
+    "Triton's interpreter at small sizes, correctness checked in full. CUDA C kernels (chapters 1-4) and "
+    "every speed check need an NVIDIA GPU.")

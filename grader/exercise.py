@@ -25,6 +25,9 @@ from .quiet import captured_stderr
 
 _GRADER_DIR = str(Path(__file__).resolve().parent)
 
+CEILING_NAMES = {"copy_gbps": "copy ceiling", "fp32_tflops": "fp32 matmul ceiling (torch.mm, TF32 off)",
+                 "fp16_tflops": "fp16 matmul ceiling (torch.mm)"}
+
 
 @dataclass(frozen=True)
 class Exercise:
@@ -46,6 +49,21 @@ class Exercise:
     ceiling: str = "copy_gbps"               # which measured ceiling the report compares with
     others: dict[str, Callable[[], Callable]] = field(default_factory=dict)  # reported, never graded
     speed_hint: str = ""
+    # Matmul-like exercises: the FLOPs the operation needs. When set, reports give TFLOP/s against a
+    # FLOP ceiling ("fp32_tflops", "fp16_tflops") instead of GB/s against the copy ceiling.
+    flops: Callable[[Any], int] | None = None
+    # (rtol, atol) for a size; None: the default for `dtype`. Long reductions need a looser atol.
+    tolerance: Callable[[Any], tuple[float, float]] | None = None
+    # Other ways torch can compute the same thing, signature like `baseline`: all are timed, and the
+    # fastest of the baseline and these is the one the bar is measured against.
+    baseline_alternatives: dict[str, Callable[..., object]] = field(default_factory=dict)
+    # Sizes for machines without a GPU. Non-empty means the launcher also runs on CPU tensors
+    # (Triton kernels under TRITON_INTERPRET=1): correctness is then checked fully on the CPU,
+    # and speed is reported as not measured.
+    cpu_sizes: tuple = ()
+
+    def tolerance_for(self, size) -> tuple[float, float]:
+        return self.tolerance(size) if self.tolerance else correctness.tolerance(self.dtype)
 
 
 @dataclass
@@ -69,6 +87,7 @@ class SpeedResult:
     graded: bool
     passed: bool
     bytes_moved: int
+    flops: int | None
     ceiling_name: str
     ceiling_value: float | None
     baseline_name: str
@@ -90,6 +109,25 @@ class SpeedResult:
     def gbps(self, ms: float | None = None) -> float:
         return self.bytes_moved / ((ms if ms is not None else self.ms) * 1e-3) / 1e9
 
+    def tflops(self, ms: float | None = None) -> float:
+        if not self.flops:
+            raise ValueError(f"exercise {self.key} does not count FLOPs")
+        return self.flops / ((ms if ms is not None else self.ms) * 1e-3) / 1e12
+
+    @property
+    def unit(self) -> str:
+        return "TFLOP/s" if self.flops else "GB/s"
+
+    def rate(self, ms: float | None = None) -> float:
+        """Achieved TFLOP/s for FLOP-counted exercises, GB/s otherwise."""
+        return self.tflops(ms) if self.flops else self.gbps(ms)
+
+    def pct_of_ceiling(self, ms: float | None = None) -> float | None:
+        return 100 * self.rate(ms) / self.ceiling_value if self.ceiling_value else None
+
+    def _rate_text(self, ms: float | None = None) -> str:
+        return f"{self.rate(ms):8,.1f} {self.unit}" if self.flops else f"{self.rate(ms):8,.0f} {self.unit}"
+
     def report(self) -> str:
         c = self.comparison
         mark = "✓" if self.passed else "✗"
@@ -98,14 +136,15 @@ class SpeedResult:
                  f"(bar {self.bar:.2f}x {self.baseline_name}{'' if self.graded else ', not graded'})"]
         ceiling = ""
         if self.ceiling_value:
-            pct = 100 * self.gbps() / self.ceiling_value
-            ceiling = f"  {pct:4.0f}% of this GPU's copy ceiling ({self.ceiling_value:,.0f} GB/s)"
+            what = CEILING_NAMES.get(self.ceiling_name, self.ceiling_name)
+            ceiling = (f"  {self.pct_of_ceiling():4.0f}% of this GPU's {what} "
+                       f"({self.ceiling_value:,.{1 if self.flops else 0}f} {self.unit})")
         lines.append(f"  {'yours':<16}{self.ms:9.3f} ms ±{100 * c.candidate.spread:4.1f}%"
-                     f"  {self.gbps():8,.0f} GB/s{ceiling}")
+                     f"  {self._rate_text()}{ceiling}")
         lines.append(f"  {self.baseline_name:<16}{self.baseline_ms:9.3f} ms ±{100 * c.baseline.spread:4.1f}%"
-                     f"  {self.gbps(self.baseline_ms):8,.0f} GB/s")
+                     f"  {self._rate_text(self.baseline_ms)}")
         for name, ms in self.others.items():
-            lines.append(f"  {name:<16}{ms:9.3f} ms         {self.gbps(ms):8,.0f} GB/s"
+            lines.append(f"  {name:<16}{ms:9.3f} ms         {self._rate_text(ms)}"
                          f"  (not graded; yours runs at {ms / self.ms:.2f}x its speed)")
         for name, why in self.unavailable.items():
             lines.append(f"  {name:<16}not measured: {why}")
@@ -170,13 +209,28 @@ def _device(device: str | None) -> str | None:
     return "cuda" if gpu_or_reason()[0] else None
 
 
+def _correctness_device(ex: Exercise, device: str | None) -> str | None:
+    """Where correctness runs: the GPU, or the CPU for exercises that have a CPU mode."""
+    dev = _device(device)
+    if dev is None and ex.cpu_sizes:
+        return "cpu"
+    return dev
+
+
+def no_gpu_speed(ex: Exercise) -> NoGPUError:
+    return NoGPUError(f"no GPU: speed not measured for exercise {ex.key} ({ex.title}). {gpu_or_reason()[1]}; "
+                      "a speed cell scores 0 without a GPU. Correctness is still checked on the CPU.")
+
+
 # ------------------------------------------------------------------------------- correctness
 
 def check_correctness(ex: Exercise, fn: Callable, sizes=None, trials: int = 2, device: str | None = None,
                       verbose: bool = True) -> CorrectnessResult:
     """Run `fn` on fresh random inputs for every size and trial; raise CheckFailed on the first problem."""
-    dev = _device(device)
-    sizes = list(sizes if sizes is not None else ex.visible_sizes)
+    dev = _correctness_device(ex, device)
+    if sizes is None:
+        sizes = ex.cpu_sizes if dev == "cpu" and ex.cpu_sizes and device is None else ex.visible_sizes
+    sizes = list(sizes)
     with captured_stderr() as err:
         if dev is None:
             raise _no_gpu(ex, fn)
@@ -197,10 +251,10 @@ def check_correctness(ex: Exercise, fn: Callable, sizes=None, trials: int = 2, d
 def _one_trial(ex: Exercise, fn: Callable, size, dev: str, what: str) -> None:
     gen, _ = correctness.fresh_generator(dev)
     inputs = ex.make_inputs(size, gen, dev)
-    _launch_and_verify(ex, fn, inputs, correctness.snapshot(inputs), ex.make_output(size, dev), dev, what)
+    _launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), ex.make_output(size, dev), dev, what)
 
 
-def _launch_and_verify(ex: Exercise, fn: Callable, inputs, pristine, out, dev: str, what: str) -> None:
+def _launch_and_verify(ex: Exercise, fn: Callable, size, inputs, pristine, out, dev: str, what: str) -> None:
     """Poison `out`, launch once, then check the inputs are untouched and `out` matches the reference."""
     correctness.poison(out)
     launch(ex, fn, inputs, out, dev)
@@ -208,7 +262,7 @@ def _launch_and_verify(ex: Exercise, fn: Callable, inputs, pristine, out, dev: s
     if out.dtype != ex.dtype:
         raise CheckFailed(f"{what}: the output is {out.dtype}, expected {ex.dtype}")
     expected = ex.reference(*[t.to(torch.float64) for t in pristine])
-    rtol, atol = correctness.tolerance(ex.dtype)
+    rtol, atol = ex.tolerance_for(size)
     correctness.compare(out, expected, rtol=rtol, atol=atol, what=what)
 
 
@@ -228,7 +282,7 @@ def measure_speed(ex: Exercise, fn: Callable, bar_key: str | None = None, device
     dev = _device(device)
     with captured_stderr() as err:
         if dev is None:
-            raise _no_gpu(ex, fn)
+            raise no_gpu_speed(ex) if ex.cpu_sizes else _no_gpu(ex, fn)
         try:
             return _measure(ex, fn, bar, dev, backend, size)
         except LadderError as exc:
@@ -269,19 +323,23 @@ def _measure(ex: Exercise, fn: Callable, bar, dev: str, backend, size) -> SpeedR
             others[name] = (lambda o=other: o(*inputs))
         except Exception as exc:  # reported only, never graded: say why and go on
             unavailable[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    baselines = {ex.baseline_name: ex.baseline, **ex.baseline_alternatives}
+    for name, alt in ex.baseline_alternatives.items():
+        others[name] = (lambda a=alt: a(*inputs, out_base))
     backend = backend or (timing.GPUBackend() if dev == "cuda" else timing.CPUBackend())
     cmp = timing.compare(lambda: fn(*inputs, out), lambda: ex.baseline(*inputs, out_base),
                          others=others, backend=backend, baseline_name=ex.baseline_name)
+    cmp = cmp.against_fastest_of(list(baselines))
 
     # The timed launches must have computed the answer: poison, run once more, check.
-    _launch_and_verify(ex, fn, inputs, pristine, out, dev, what + " (after timing)")
+    _launch_and_verify(ex, fn, size, inputs, pristine, out, dev, what + " (after timing)")
 
     ceil = ceilings() if dev == "cuda" else None
     info = gpu_info() if dev == "cuda" else None
     return SpeedResult(
         key=bar.key, title=ex.title, size=ex.describe_size(size), gpu=info.name if info else "CPU backend",
         comparison=cmp, bar=bar.bar, graded=bar.graded, passed=cmp.speedup >= bar.bar,
-        bytes_moved=ex.bytes_moved(size), ceiling_name=ex.ceiling,
-        ceiling_value=ceil.value(ex.ceiling) if ceil else None, baseline_name=ex.baseline_name,
+        bytes_moved=ex.bytes_moved(size), flops=ex.flops(size) if ex.flops else None, ceiling_name=ex.ceiling,
+        ceiling_value=ceil.value(ex.ceiling) if ceil else None, baseline_name=cmp.baseline.name,
         others={n: t.median_ms for n, t in cmp.others.items()}, unavailable=unavailable)
 

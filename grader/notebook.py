@@ -7,6 +7,7 @@ nbgrader and nbval count the cell as failed.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from .device import WHAT_STILL_WORKS, Ceilings, GPUInfo, cached_ceilings, ceilings, gpu_info, gpu_or_reason
@@ -46,6 +47,9 @@ def start(chapter: int) -> Session:
     install_error_display()
     info = gpu_info()
     if info is None:
+        # Triton kernels defined after this point run on the CPU through Triton's interpreter
+        # (it reads the variable when `@triton.jit` decorates a function).
+        os.environ.setdefault("TRITON_INTERPRET", "1")
         print(f"Chapter {chapter}: {gpu_or_reason()[1]}.\n{WHAT_STILL_WORKS}")
         return Session(None, None)
     print(f"Chapter {chapter} on {info.name}: compute capability {info.cc}, {info.sm_count} SMs, "

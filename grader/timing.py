@@ -94,6 +94,21 @@ class Comparison:
     def speedup_over(self, name: str) -> float:
         return self.others[name].median_ms / self.candidate.median_ms
 
+    def against_fastest_of(self, names: list[str]) -> "Comparison":
+        """The same measurements, with the fastest of the named contenders as the baseline.
+
+        For operations torch can run more than one way (a transposed copy: `out.copy_(x.t())` or
+        `x.t().contiguous()`), the bar is measured against whichever was faster in this run.
+        """
+        pool = {self.baseline.name: self.baseline, **self.others}
+        missing = [n for n in names if n not in pool]
+        if missing:
+            raise KeyError(f"no timings for {missing}; timed: {sorted(pool)}")
+        fastest = min((pool[n] for n in names), key=lambda t: t.median_ms)
+        others = {n: t for n, t in pool.items() if n != fastest.name}
+        return Comparison(candidate=self.candidate, baseline=fastest, others=others, rounds=self.rounds,
+                          elapsed_s=self.elapsed_s, backend=self.backend)
+
 
 def compare(candidate: Callable[[], object], baseline: Callable[[], object], *,
             others: dict[str, Callable[[], object]] | None = None, backend=None,

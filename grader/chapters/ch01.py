@@ -13,13 +13,13 @@ Every launcher takes torch tensors on the GPU that the grader allocated, and wri
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import torch
 
 from ..device import free_gpu_bytes, gpu_or_reason
-from ..errors import CheckFailed, NotImplementedYet
+from .. import plots
+from ..answers import call_learner, require_close
 from ..exercise import Exercise, SpeedResult, check_correctness, check_speed
 from ..quiet import captured_stderr
 from ..timing import bench
@@ -118,30 +118,13 @@ def check_fused_speed(fused_axpb_relu) -> SpeedResult:
     return check_speed(FUSED, fused_axpb_relu, "1b")
 
 
-def _call(fn, *args, exercise: str, names: str):
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        raise NotImplementedYet(f"exercise {exercise} is not written yet: write {names} in the cell above "
-                                "this one, replacing `raise NotImplementedError()`.") from None
-    except Exception as exc:
-        raise CheckFailed(f"{getattr(fn, '__name__', 'your function')}{args} raised {type(exc).__name__}: {exc}") from None
-
-
-def _close(got, want, what: str) -> None:
-    if not isinstance(got, (int, float)) or isinstance(got, bool):
-        raise CheckFailed(f"{what} should return a number, got {type(got).__name__}: {got!r}")
-    if not math.isclose(got, want, rel_tol=1e-6):
-        raise CheckFailed(f"{what} = {got!r}, expected {want!r}")
-
-
 def check_napkin_math(vector_add_bytes, floor_ms) -> None:
     """Exercise 1.0: bytes a vector add must move, and the time that gives at a bandwidth."""
     for n in (1, 1000, 1 << 27):
-        _close(_call(vector_add_bytes, n, exercise="1.0", names="`vector_add_bytes` and `floor_ms`"), 12 * n,
+        require_close(call_learner(vector_add_bytes, n, exercise="1.0", names="`vector_add_bytes` and `floor_ms`"), 12 * n,
                f"vector_add_bytes({n}) (hint: how many fp32 arrays are read, how many written, 4 bytes each?)")
     for nbytes, gbps in ((12 * (1 << 27), 3000.0), (1e6, 1.0), (4.0, 1000.0)):
-        _close(_call(floor_ms, nbytes, gbps, exercise="1.0", names="`floor_ms`"), nbytes / (gbps * 1e9) * 1e3,
+        require_close(call_learner(floor_ms, nbytes, gbps, exercise="1.0", names="`floor_ms`"), nbytes / (gbps * 1e9) * 1e3,
                f"floor_ms({nbytes!r}, {gbps!r}) (hint: GB/s means 1e9 bytes per second; answer in milliseconds)")
     print("✓ 1.0 napkin math: bytes moved and time floor are right")
 
@@ -149,9 +132,9 @@ def check_napkin_math(vector_add_bytes, floor_ms) -> None:
 def check_fusion_napkin(eager_bytes, fused_bytes) -> None:
     """Exercise 1.1: bytes moved by torch eager's three kernels, and by one fused kernel."""
     for n in (1, 1000, 1 << 27):
-        _close(_call(eager_bytes, n, exercise="1.1", names="`eager_bytes` and `fused_bytes`"), 32 * n,
+        require_close(call_learner(eager_bytes, n, exercise="1.1", names="`eager_bytes` and `fused_bytes`"), 32 * n,
                f"eager_bytes({n}) (hint: list each of the three kernels' reads and writes)")
-        _close(_call(fused_bytes, n, exercise="1.1", names="`fused_bytes`"), 16 * n, f"fused_bytes({n})")
+        require_close(call_learner(fused_bytes, n, exercise="1.1", names="`fused_bytes`"), 16 * n, f"fused_bytes({n})")
     print(f"✓ 1.1 fusion napkin math: right; the best fusion can do here is {32 / 16:.2f}x")
 
 
@@ -159,33 +142,8 @@ def check_fusion_napkin(eager_bytes, fused_bytes) -> None:
 
 def plot_results(*results: SpeedResult):
     """Bar chart: achieved GB/s of each of your kernels beside torch's, under the copy ceiling."""
-    import matplotlib.pyplot as plt
-
-    results = [r for r in results if r is not None]
-    if not results:
-        print("Nothing to plot yet: run the speed cells first.")
-        return None
-    fig, ax = plt.subplots(figsize=(8, 3.8))
-    labels, values, colors = [], [], []
-    for r in results:
-        labels += [f"{r.key}\nyours", f"{r.key}\n{r.baseline_name}"]
-        values += [r.gbps(), r.gbps(r.baseline_ms)]
-        colors += ["tab:orange", "tab:blue"]
-        for name, ms in r.others.items():
-            labels.append(f"{r.key}\n{name}")
-            values.append(r.gbps(ms))
-            colors.append("tab:gray")
-    ax.bar(range(len(values)), values, color=colors)
-    ax.set_xticks(range(len(values)), labels, fontsize=8)
-    ceiling = next((r.ceiling_value for r in results if r.ceiling_value), None)
-    if ceiling:
-        ax.axhline(ceiling, color="black", linestyle="--", linewidth=1)
-        ax.text(-0.5, ceiling * 1.01, f"copy ceiling {ceiling:,.0f} GB/s", ha="left", va="bottom", fontsize=8)
-        ax.set_ylim(0, max(max(values), ceiling) * 1.15)
-    ax.set_ylabel("achieved bandwidth (GB/s)\nbytes that must move / time")
-    ax.set_title(f"Chapter 1 on {results[0].gpu}")
-    fig.tight_layout()
-    return fig
+    gpu = next((r.gpu for r in results if r is not None), "")
+    return plots.plot_results(*results, title=f"Chapter 1 on {gpu}")
 
 
 def plot_bandwidth_vs_size(kernels: dict[str, Callable], sizes=None):
