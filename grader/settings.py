@@ -30,5 +30,9 @@ def configure_nbgrader(c, root: str | None = None) -> None:
     # Kernel reports are short; a runaway print loop must not bloat a feedback page.
     c.LimitOutput.max_lines = 400
     c.LimitOutput.max_traceback = 60
+    # A student who deletes or edits a test cell is still graded on the original tests: autograde
+    # restores every grade cell's source from the gradebook (nbgrader's default), and re-adds grade
+    # cells that were deleted or stripped of their metadata.
+    c.OverwriteCells.add_missing_cells = True
     # The released stub for code solutions. The grader recognises it inside CUDA C strings too.
     c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

@@ -16,7 +16,7 @@ from submissions.build import build
 
 pytestmark = pytest.mark.slow
 
-STUDENTS = ("correct", "wrong", "stub", "compile_error")
+STUDENTS = ("correct", "wrong", "stub", "compile_error", "tampered")
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +53,7 @@ def test_cpu_grades_tell_students_apart(graded):
     assert scores["wrong"] == 1        # 1.0 wrong, 1.1 right
     assert scores["stub"] == 0
     assert scores["compile_error"] == 2
+    assert scores["tampered"] == 0     # graded on the original napkin tests, restored and re-added
 
 
 @pytest.mark.skipif(HAS_GPU, reason="CPU expectations")
@@ -64,6 +65,15 @@ def test_feedback_says_no_gpu_and_quotes_compile_errors(graded):
     assert "did not compile" in broken and 'identifier "idx" is undefined' in broken
     stub = (ws / "feedback/stub/01_vector_add/01_vector_add.html").read_text()
     assert "not written yet" in stub
+
+
+def test_deleted_and_edited_test_cells_are_restored(graded):
+    ws, _ = graded
+    nb = json.loads((ws / "autograded/tampered/01_vector_add/01_vector_add.ipynb").read_text())
+    tests = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in nb["cells"]
+             if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    assert "check_napkin_math" in tests["napkin-test"], "the deleted test cell was added back"
+    assert "check_fusion_napkin" in tests["fusion-napkin-test"], "the edited test cell was restored"
 
 
 def test_submitted_tree_layout_is_accepted(tmp_path):
@@ -83,3 +93,4 @@ def test_gpu_grades(graded):
     assert scores["stub"] == 0
     assert scores["wrong"] == 1        # only 1.1; 1.0, 1a and 1b are wrong
     assert scores["compile_error"] == 8   # everything but 1a's three cells (6 points)
+    assert scores["tampered"] == 12       # kernels right, both napkin cells wrong on the original tests

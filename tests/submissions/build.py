@@ -41,6 +41,8 @@ def build(chapter: str, chapter_dir: str, name: str, dest: Path) -> Path:
             cell["source"] = sub.CELLS[gid]
         elif not getattr(sub, "STUB", False):
             cell["source"] = solutions[gid]
+    if hasattr(sub, "tamper"):  # a student who edits the notebook beyond the answer cells
+        sub.tamper(nb)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(nb, indent=1))
     return dest

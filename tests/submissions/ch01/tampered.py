@@ -1,0 +1,29 @@
+"""A student who tampers with the tests: wrong napkin math in both napkin cells, then the 1.0 test
+cell deleted and the 1.1 test cell's checks replaced by `pass`. Graded on the original tests, both
+napkin cells fail. The kernels are the solution's: 0 points on a CPU, 12 of 14 on a GPU."""
+CHAPTER_DIR = "01_vector_add"
+CELLS = {
+    "napkin-solution": '''
+def vector_add_bytes(n):
+    return 8 * n
+
+def floor_ms(nbytes, gbps):
+    return 1.0
+''',
+    "fusion-napkin-solution": '''
+def eager_bytes(n):
+    return 36 * n
+
+def fused_bytes(n):
+    return 12 * n
+''',
+}
+
+
+def tamper(nb: dict) -> None:
+    cells = nb["cells"]
+    ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells]
+    del cells[ids.index("napkin-test")]
+    for cell in cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "fusion-napkin-test":
+            cell["source"] = "pass  # tests removed by the student\n"
