@@ -7,6 +7,8 @@ measured once per GPU and cached as JSON, so plots and reports can quote them wi
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import json
 import os
 import platform
@@ -132,6 +134,34 @@ def _cache_file(info: GPUInfo) -> Path:
     return cache_dir() / f"ceilings-{safe}.json"
 
 
+@contextmanager
+def matmul_precision(level: str = "highest"):
+    """torch's fp32 matmuls at `level` inside ("highest": true fp32; "high": TF32 allowed), whatever
+    the notebook set before; its settings come back afterwards.
+
+    torch has two ways to set this, the legacy one (`allow_tf32`, `set_float32_matmul_precision`)
+    and, since 2.9, `torch.backends.cuda.matmul.fp32_precision`. Mixing them makes the legacy getters
+    raise, so we read what can be read, set both consistently, and put back what we read.
+    """
+    import torch
+
+    matmul = torch.backends.cuda.matmul
+    try:
+        legacy = torch.get_float32_matmul_precision()
+    except RuntimeError:  # the notebook used the new API: the legacy value is undefined
+        legacy = None
+    new = getattr(matmul, "fp32_precision", None)
+    torch.set_float32_matmul_precision(level)
+    matmul.allow_tf32 = level != "highest"
+    try:
+        yield
+    finally:
+        if legacy is not None:
+            torch.set_float32_matmul_precision(legacy)
+        if new is not None:
+            matmul.fp32_precision = new
+
+
 def measure_ceilings() -> Ceilings:
     """Measure the two ceilings on the current GPU (about 5 seconds) and cache them."""
     import torch
@@ -155,12 +185,8 @@ def measure_ceilings() -> Ceilings:
         ms = do_bench(lambda: torch.mm(a, b), warmup=50, rep=300, return_mode="median")
         return 2 * size**3 / (ms * 1e-3) / 1e12
 
-    saved = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
+    with matmul_precision("highest"):
         fp32 = matmul_tflops(torch.float32, 4096)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = saved
     fp16 = matmul_tflops(torch.float16, 8192)
     torch.cuda.empty_cache()
     c = Ceilings(gpu=info.name, copy_gbps=round(copy_gbps, 1), fp32_tflops=round(fp32, 2),
@@ -195,7 +221,8 @@ def cached_ceilings() -> Ceilings | None:
 
 
 WHAT_STILL_WORKS = (
-    "What still works without a GPU: reading every chapter; the napkin-math exercises (graded); "
+    "What still works without a GPU: reading every chapter; the napkin-math exercises and chapter 4's "
+    "tensor-core check (graded); "
     "compile checks of your CUDA kernels through NVRTC (`ladder compile NOTEBOOK`); `ladder doctor`; "
     "the grader's own tests (`pytest`); and chapters 5 and 6, whose Triton kernels run on the CPU through "
     "Triton's interpreter at small sizes, correctness checked in full. CUDA C kernels (chapters 1-4) and "

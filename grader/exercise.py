@@ -171,7 +171,7 @@ def launch(ex: Exercise, fn: Callable, inputs, out, device: str) -> None:
         raise
     except NotImplementedError:
         raise NotImplementedYet(f"exercise {ex.key} ({ex.title}) is not written yet: write `{ex.signature}` "
-                                f"and its CUDA kernel in {ex.where}, replacing `raise NotImplementedError()`.") from None
+                                f"and its kernel in {ex.where}, replacing `raise NotImplementedError()`.") from None
     except Exception as exc:
         where = _learner_frames(exc)
         raise CheckFailed(f"{ex.signature} raised {type(exc).__name__}: {exc}"

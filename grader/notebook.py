@@ -8,6 +8,7 @@ nbgrader and nbval count the cell as failed.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
 from .device import WHAT_STILL_WORKS, Ceilings, GPUInfo, cached_ceilings, ceilings, gpu_info, gpu_or_reason
@@ -49,6 +50,9 @@ def start(chapter: int) -> Session:
     if info is None:
         # Triton kernels defined after this point run on the CPU through Triton's interpreter
         # (it reads the variable when `@triton.jit` decorates a function).
+        if "triton.language" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+            print("Triton was imported before start(): its kernels would not run on the CPU. Restart the "
+                  "notebook kernel (Kernel > Restart) and run the setup cell first.")
         os.environ.setdefault("TRITON_INTERPRET", "1")
         print(f"Chapter {chapter}: {gpu_or_reason()[1]}.\n{WHAT_STILL_WORKS}")
         return Session(None, None)

@@ -11,7 +11,7 @@
 set -uo pipefail
 step=$1; out=$2; shift 2
 mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
+python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
 python3 -m ipykernel install --user --name python3 >/dev/null || exit 1
 rc=0

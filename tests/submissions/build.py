@@ -49,14 +49,26 @@ def build(chapter: str, chapter_dir: str, name: str, dest: Path) -> Path:
 
 
 def launchers(chapter: str, name: str, cell_ids: list[str]) -> dict:
-    """Execute a submission's cells (or the solution's) outside a notebook; returns their namespace."""
+    """Execute a submission's cells (or the solution's) outside a notebook; returns their namespace.
+
+    Each cell is compiled under its own file name registered in linecache, as IPython does, because
+    `@triton.jit` reads a function's source with `inspect`, and a jit function that calls another
+    looks the caller's module up by `__name__`.
+    """
     sub = load(chapter, name)
-    chapter_dir = getattr(sub, "CHAPTER_DIR")
-    solutions = _solution_sources(chapter_dir)
-    ns: dict = {}
+    solutions = _solution_sources(getattr(sub, "CHAPTER_DIR"))
+    ns: dict = {"__name__": f"{chapter}_{name}"}
     exec("import numpy as np\nimport torch\nfrom grader import load_kernel\n"
          "from grader.device import gpu_info\nfrom grader.notebook import Session\n"
          "session = Session(gpu_info(), None)\n", ns)
     for gid in cell_ids:
-        exec(getattr(sub, "CELLS", {}).get(gid, solutions[gid]), ns)
+        run_cell(getattr(sub, "CELLS", {}).get(gid, solutions[gid]), ns, f"<{chapter} {name} {gid}>")
     return ns
+
+
+def run_cell(source: str, ns: dict, filename: str) -> None:
+    """Execute one cell's source in `ns` under `filename`, registered in linecache as IPython does."""
+    import linecache
+
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), ns)
