@@ -1,0 +1,271 @@
+"""Chapter 4: tensor cores through WMMA.
+
+Exercises
+- 4.0  napkin math: the FLOPs of a GEMM and the time floor at this GPU's fp16 ceiling (CPU-checkable)
+- 4.1  napkin math: FLOPs per byte loaded for a block tile, and the bytes a tiled GEMM loads
+       (CPU-checkable)
+- 4    `wmma_gemm(a, b, out)`: out = a @ b with a (M x K) and b (K x N) fp16, out (M x N) fp32, on
+       tensor cores, staged through shared memory. Four graded cells: the kernel's instructions
+       include tensor-core MMAs (checked by compiling it through NVRTC, so it runs on a CPU too),
+       visible shapes, hidden shapes, and the speed bar vs `torch.mm` in fp16 (bars.toml "4"),
+       which also requires the tensor-core instructions. Stretch bar "4-stretch", reported only.
+
+Every launcher takes torch tensors on the GPU that the grader allocated, and writes into `out`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from .. import sass
+from ..answers import call_learner, require_close
+from ..device import gpu_info, gpu_or_reason
+from ..errors import CheckFailed
+from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, launch, measure_speed
+from ..quiet import captured_stderr
+
+SPEED_SIZE = (4096, 4096, 4096)
+
+
+def _mnk(size) -> str:
+    m, n, k = size
+    return f"M={m}, N={n}, K={k}"
+
+
+def _half(rows: int, cols: int, gen: torch.Generator, device: str) -> torch.Tensor:
+    # Drawn in fp32 and rounded: the float64 reference then sees exactly the fp16 values the kernel sees.
+    return torch.randn(rows, cols, generator=gen, device=device, dtype=torch.float32).half()
+
+
+def _tolerance(size) -> tuple[float, float]:
+    """(rtol, atol) for an M x N x K product of fp16 inputs, accumulated in fp32.
+
+    Products of two fp16 numbers are exact in fp32, so all the error is in the K-long sums. We
+    measured it on the CPU with randn inputs (tests/test_ch04.py repeats the experiment): summing in
+    fp32, sixteen products at a time as the tensor cores do, the largest error over a 64 x 64 output
+    is 1.6e-4 at K=4096 with round-to-nearest and 1.4e-3 with round-toward-zero (some tensor cores
+    truncate); it grows about linearly with K. Summing in fp16 instead gives errors of 1.2 at K=4096
+    (0.09 at K=256), and rounding an fp32 result to fp16 gives up to 0.06 (|C| reaches 256 there).
+    atol = 4e-6 * K is 0.016 at K=4096: ten times the worst fp32 error we saw, and far below both fp16
+    errors, which therefore fail at every K above a handful.
+    """
+    return 1e-5, 4e-6 * size[2] + 1e-5
+
+
+WMMA_GEMM = Exercise(
+    key="4", title="WMMA GEMM", where="the code cell under 'Exercise 4'",
+    signature="wmma_gemm(a, b, out)", arg_names=("a", "b"),
+    make_inputs=lambda s, gen, dev: (_half(s[0], s[2], gen, dev), _half(s[2], s[1], gen, dev)),
+    make_output=lambda s, dev: torch.empty(s[0], s[1], device=dev, dtype=torch.float32),
+    reference=lambda a, b: a @ b,
+    # torch writes fp16, we write fp32: torch moves 2 bytes less per output element, a small
+    # head start at 4096^3 (the time goes into the 137 GFLOP, not the 64 MB written).
+    baseline=lambda a, b, out: torch.mm(a, b),
+    baseline_name="torch.mm fp16",
+    dtype=torch.float32,
+    bytes_moved=lambda s: 2 * (s[0] * s[2] + s[2] * s[1]) + 4 * s[0] * s[1],
+    flops=lambda s: 2 * s[0] * s[1] * s[2],
+    ceiling="fp16_tflops",
+    tolerance=_tolerance,
+    # Square, not a multiple of anything but 8, and a long K that an fp16 accumulator cannot survive.
+    visible_sizes=((256, 256, 256), (200, 312, 100), (128, 192, 4096)),
+    speed_size=lambda: SPEED_SIZE,
+    describe_size=_mnk,
+    speed_hint="stage tiles of A and B through shared memory (a 128 x 128 block tile, 32 deep, with 8 "
+               "warps that each own 4 x 2 accumulator fragments), so that each fragment loaded from "
+               "shared memory feeds several MMAs.",
+)
+
+EXERCISES = (WMMA_GEMM,)
+BAR_KEYS = {"4": "4", "4-stretch": "4"}
+
+HIDDEN_SIZES = [(1, 1, 1), (16, 16, 16), (17, 33, 9), (129, 257, 95), (1000, 1500, 700), (513, 130, 4096),
+                (64, 4100, 48), (2048, 520, 264)]
+STRETCH_SIZES = [(1, 1, 1), (17, 33, 9), (200, 312, 100), (129, 257, 96), (384, 640, 4096)]
+# Shapes at which the tensor-core check watches the launcher (nothing runs): each path it may take.
+_RECORD_SIZES = [SPEED_SIZE, (200, 312, 100), (1, 1, 1)]
+
+
+# ------------------------------------------------------------------ what the notebook calls
+
+def check_wmma_gemm(wmma_gemm, sizes=None, trials: int = 2):
+    return check_correctness(WMMA_GEMM, wmma_gemm, sizes, trials)
+
+
+def check_tensor_cores(wmma_gemm, *, what: str = "4", verbose: bool = True) -> list[sass.Listing]:
+    """Every kernel `wmma_gemm` launches must contain tensor-core instructions.
+
+    The launcher is called at a few shapes with kernel launches recorded instead of run, so this
+    works without a GPU; each recorded kernel is compiled through NVRTC for this GPU (sm_80 without
+    one) and its SASS inspected, or its PTX when there is no disassembler.
+    """
+    with captured_stderr():
+        kernels = _kernels_launched_by(wmma_gemm)
+        listings = [sass.disassemble(k) for k in kernels]
+    if not listings:
+        raise CheckFailed(f"{what} tensor cores: wmma_gemm returned without launching a kernel made with "
+                          "load_kernel, so there is nothing to inspect. Launch your WMMA kernel through the "
+                          "object load_kernel returned (wmma_gemm_kernel(grid, block, args)).")
+    lacking = [l for l in listings if not l.tensor_core_instructions()]
+    if lacking:
+        lines = [f"{what} tensor cores: "
+                 + ("the kernel" if len(listings) == 1 else f"{len(lacking)} of the {len(listings)} kernels")
+                 + " that wmma_gemm launches " + ("has" if len(listings) == 1 else "have")
+                 + " no tensor-core instructions:"]
+        for l in lacking:
+            lines.append(f"  `{l.name}` {_describe(l)}")
+        lines.append("Without tensor-core instructions the multiply-adds run on the ordinary FMA units, which do "
+                     "about a sixteenth as many per clock on an A100 or an H100. Every kernel that wmma_gemm launches must multiply with WMMA: #include <mma.h>, "
+                     "then wmma::fragment, wmma::load_matrix_sync, wmma::mma_sync and wmma::store_matrix_sync. "
+                     "Do any other work (zero-filling, edges) inside that kernel.")
+        raise CheckFailed("\n".join(lines))
+    if verbose:
+        for l in listings:
+            print(f"✓ {what} tensor cores: `{l.name}` {_describe(l)}")
+    return listings
+
+
+def check_wmma_gemm_speed(wmma_gemm) -> SpeedResult:
+    if gpu_or_reason()[0]:
+        check_tensor_cores(wmma_gemm, verbose=False)
+    return check_speed(WMMA_GEMM, wmma_gemm, "4")
+
+
+def measure_wmma_gemm(fn) -> SpeedResult | None:
+    """Time a WMMA launcher against torch.mm at 4096^3 and print the report (not graded)."""
+    ok, reason = gpu_or_reason()
+    if not ok:
+        print(f"{reason}: nothing to measure here.")
+        return None
+    result = measure_speed(WMMA_GEMM, fn, "4")
+    print(result.report())
+    return result
+
+
+def check_wmma_stretch(wmma_gemm_async) -> SpeedResult | None:
+    """The stretch goal: correct on awkward shapes, tensor cores, then the speed bar (reported only).
+    Not attempted yet is not an error, so that "Run All" carries on."""
+    info = gpu_info()
+    if info is not None and info.capability < (8, 0):
+        print(f"Stretch goal skipped: cp.async needs compute capability 8.0 or newer; {info.name} is {info.cc}.")
+        return None
+    try:
+        check_correctness(WMMA_GEMM, wmma_gemm_async, STRETCH_SIZES, trials=1)
+    except NotImplementedError:
+        print("Stretch goal not attempted yet: write wmma_gemm_async and WMMA_GEMM_ASYNC_SRC above to try it.")
+        return None
+    check_tensor_cores(wmma_gemm_async, what="4-stretch", verbose=False)
+    result = check_speed(WMMA_GEMM, wmma_gemm_async, "4-stretch")
+    print(f"  = {100 * result.speedup:.0f}% of cuBLAS (what torch.mm runs) on this GPU")
+    return result
+
+
+def check_flops_napkin(gemm_flops, floor_ms) -> None:
+    """Exercise 4.0: the FLOPs of an M x N x K GEMM, and the least time they take at a throughput."""
+    names = "`gemm_flops` and `floor_ms`"
+    for m, n, k in ((1, 1, 1), (128, 256, 64), (4096, 4096, 4096), (3, 5, 7)):
+        require_close(call_learner(gemm_flops, m, n, k, exercise="4.0", names=names), 2 * m * n * k,
+                      f"gemm_flops({m}, {n}, {k}) (hint: each of the M*N outputs is a sum of K products; "
+                      "a multiply-add counts as 2 FLOPs)")
+    for flops, tflops in ((2 * 4096**3, 700.0), (1e12, 1.0), (2.0, 100.0)):
+        require_close(call_learner(floor_ms, flops, tflops, exercise="4.0", names="`floor_ms`"),
+                      flops / (tflops * 1e12) * 1e3,
+                      f"floor_ms({flops!r}, {tflops!r}) (hint: 1 TFLOP/s is 1e12 FLOPs per second; answer in "
+                      "milliseconds)")
+    print("✓ 4.0 napkin math: GEMM FLOPs and time floor are right")
+
+
+def check_intensity_napkin(flops_per_byte, global_bytes) -> None:
+    """Exercise 4.1: FLOPs per byte a block tile loads, and all the bytes a tiled GEMM loads."""
+    names = "`flops_per_byte` and `global_bytes`"
+    for tm, tn in ((16, 16), (128, 128), (128, 64), (64, 256), (1, 1)):
+        require_close(call_learner(flops_per_byte, tm, tn, exercise="4.1", names=names), tm * tn / (tm + tn),
+                      f"flops_per_byte({tm}, {tn}) (hint: for one step of depth k, the tile does 2*{tm}*{tn}*k "
+                      f"FLOPs and loads {tm}*k halves of A and k*{tn} halves of B, 2 bytes each; k cancels)")
+    for m, n, k, tm, tn in ((4096, 4096, 4096, 16, 16), (4096, 4096, 4096, 128, 128), (256, 512, 64, 128, 64),
+                            (16, 16, 16, 16, 16)):
+        want = 2 * (m * k * (n // tn) + k * n * (m // tm))
+        require_close(call_learner(global_bytes, m, n, k, tm, tn, exercise="4.1", names="`global_bytes`"), want,
+                      f"global_bytes({m}, {n}, {k}, {tm}, {tn}) (hint: every block in a row of blocks reads the "
+                      f"same {tm} rows of A, all K columns; there are N/{tn} blocks in a row. Likewise for B)")
+    print("✓ 4.1 napkin math: a 128 x 128 tile does "
+          f"{128 * 128 / 256:.0f} FLOPs per byte loaded, 8x more than one warp's 16 x 16 tile")
+
+
+# ------------------------------------------------------------------------------------ plots
+
+def plot_results(**results: SpeedResult | None):
+    """Bar chart of TFLOP/s: each of your versions by name, torch.mm fp16, under the fp16 ceiling.
+
+    `plot_results(naive=..., yours=..., stretch=...)`; results that are None are left out.
+    (grader.plots.plot_results labels bars by exercise key, and all three versions here share one.)
+    """
+    import matplotlib.pyplot as plt
+
+    shown = {name: r for name, r in results.items() if r is not None}
+    if not shown:
+        print("Nothing to plot yet: run the speed cells first.")
+        return None
+    first = next(iter(shown.values()))
+    torch_rates = [r.rate(r.baseline_ms) for r in shown.values()]
+    labels = [*shown, first.baseline_name]
+    values = [r.rate() for r in shown.values()] + [sorted(torch_rates)[len(torch_rates) // 2]]
+    colors = ["tab:orange"] * len(shown) + ["tab:blue"]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(values)), 3.8))
+    ax.bar(range(len(values)), values, color=colors)
+    ax.set_xticks(range(len(values)), labels)
+    top = max(values)
+    if first.ceiling_value:
+        ax.axhline(first.ceiling_value, color="black", linestyle="--", linewidth=1)
+        ax.text(-0.4, first.ceiling_value * 1.01, f"fp16 matmul ceiling {first.ceiling_value:,.0f} TFLOP/s",
+                fontsize=8, va="bottom")
+        top = max(top, first.ceiling_value)
+    for x, v in enumerate(values):
+        pct = f"\n{100 * v / first.ceiling_value:.0f}%" if first.ceiling_value else ""
+        ax.text(x, v + top * 0.01, f"{v:,.0f}{pct}", ha="center", va="bottom", fontsize=8)
+    ax.set_ylim(0, top * 1.2)
+    ax.set_ylabel("achieved TFLOP/s\n2*M*N*K / time")
+    ax.set_title(f"Chapter 4, {_mnk(SPEED_SIZE)}, on {first.gpu}")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+def _kernels_launched_by(fn: Callable) -> list:
+    """The CudaKernels `fn` launches at a few shapes; launches are recorded, never run."""
+    device = "cuda" if gpu_or_reason()[0] else "cpu"
+    kernels: list = []
+    refused = None
+    with sass.recorded_launches() as launched:
+        for m, n, k in _RECORD_SIZES:
+            a = torch.empty(m, k, device=device, dtype=torch.float16)
+            b = torch.empty(k, n, device=device, dtype=torch.float16)
+            out = torch.empty(m, n, device=device, dtype=torch.float32)
+            try:
+                # "cpu": nothing was launched, so there is nothing to wait for.
+                launch(WMMA_GEMM, fn, (a, b), out, "cpu")
+            except CheckFailed as exc:
+                # A launcher that refuses a shape is for the correctness cells to judge; this check
+                # only needs the kernels of the shapes it accepts.
+                refused = refused or exc
+    if not launched and refused is not None:
+        raise refused
+    for kernel in launched:
+        if all(kernel is not k for k in kernels):
+            kernels.append(kernel)
+    return kernels
+
+
+def _describe(listing: sass.Listing) -> str:
+    """What the listing holds, on one line, and how it was made, on the next."""
+    tc = listing.tensor_core_instructions()
+    how = f"\n      ({listing.note})"
+    if tc:
+        found = ", ".join(f"{op} x{n}" for op, n in tc.most_common())
+        return f"has {sum(tc.values())} tensor-core instructions in its {listing.level} for {listing.arch}: {found}" + how
+    fma_name = "FFMA" if listing.level == "SASS" else "fma.rn.f32"
+    return (f"has no tensor-core instructions in its {listing.level} for {listing.arch}, and "
+            f"{listing.count(fma_name)} {fma_name}" + how)

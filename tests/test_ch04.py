@@ -1,0 +1,377 @@
+"""Chapter 4 (tensor cores): the napkin checks, the tolerance, the SASS/PTX inspection and the
+tensor-core check on the CPU; `ladder check` of the solution and the release; the verdicts on a GPU."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import HAS_GPU, ROOT
+from grader import sass
+from grader.chapters import ch04
+from grader.correctness import compare
+from grader.errors import CheckFailed, KernelCompileError, LadderError, NotImplementedYet
+from grader.kernels import CudaKernel, load_kernel
+from grader.source import cuda_sources_in_notebook
+from submissions.build import build, launchers
+
+SOLUTION = ROOT / "solutions/04_tensor_cores/04_tensor_cores.ipynb"
+RELEASE = ROOT / "course/04_tensor_cores/04_tensor_cores.ipynb"
+SOURCES = dict(cuda_sources_in_notebook(SOLUTION)[0])
+FMA_SRC = SOURCES["FMA_GEMM_SRC"]
+
+
+@pytest.fixture
+def no_disassembler(monkeypatch):
+    monkeypatch.setenv("LADDER_NO_DISASSEMBLER", "1")
+    sass.find_disassembler.cache_clear()
+    yield
+    sass.find_disassembler.cache_clear()
+
+
+# ------------------------------------------------------------------------------ napkin math
+
+def test_flops_napkin_accepts_the_right_answer(capsys):
+    ch04.check_flops_napkin(lambda m, n, k: 2 * m * n * k, lambda f, t: f / (t * 1e12) * 1e3)
+    assert "✓ 4.0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flops, floor, message", [
+    (lambda m, n, k: m * n * k, lambda f, t: f / (t * 1e12) * 1e3, "a multiply-add counts as 2 FLOPs"),
+    (lambda m, n, k: 2 * m * n * k, lambda f, t: f / (t * 1e12), "answer in milliseconds"),
+    (lambda m, n, k: "2mnk", lambda f, t: 0.0, "should return a number"),
+])
+def test_flops_napkin_rejects_wrong_answers_with_a_hint(flops, floor, message):
+    with pytest.raises(CheckFailed, match=message):
+        ch04.check_flops_napkin(flops, floor)
+
+
+def test_intensity_napkin_accepts_right_and_rejects_wrong():
+    right_fpb = lambda tm, tn: tm * tn / (tm + tn)  # noqa: E731
+    right_bytes = lambda m, n, k, tm, tn: 2 * (m * k * (n // tn) + k * n * (m // tm))  # noqa: E731
+    ch04.check_intensity_napkin(right_fpb, right_bytes)
+    with pytest.raises(CheckFailed, match=r"flops_per_byte\(16, 16\) \(hint.*\) = 16.0, expected 8.0"):
+        ch04.check_intensity_napkin(lambda tm, tn: 2 * tm * tn / (tm + tn), right_bytes)   # halves, not bytes
+    with pytest.raises(CheckFailed, match=r"global_bytes\(4096, 4096, 4096, 16, 16\)"):
+        ch04.check_intensity_napkin(right_fpb, lambda m, n, k, tm, tn: m * k * (n // tn) + k * n * (m // tm))
+
+
+def test_napkin_stubs_say_not_written_yet():
+    def stub(*args):
+        raise NotImplementedError()
+    with pytest.raises(NotImplementedYet, match="exercise 4.0 is not written yet"):
+        ch04.check_flops_napkin(stub, stub)
+    with pytest.raises(NotImplementedYet, match="exercise 4.1 is not written yet"):
+        ch04.check_intensity_napkin(stub, stub)
+
+
+# ------------------------------------------------------------------------------- tolerance
+
+def _accumulate(m, n, k, mode, seed=0):
+    """A GEMM of fp16 inputs summed 16 products at a time, as tensor cores do, in `mode`."""
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(m, k, generator=gen).half()
+    b = torch.randn(k, n, generator=gen).half()
+    exact = a.double() @ b.double()
+    acc = torch.zeros(m, n, dtype=torch.float64)
+    for k0 in range(0, k, 16):
+        step = a[:, k0:k0 + 16].double() @ b[k0:k0 + 16].double()   # exact: 16 exact products
+        if mode == "fp16":
+            acc = (acc + step.half().double()).half().double()
+        else:
+            acc = _round32(acc + _round32(step, mode), mode)
+    result = acc.float()
+    return (result.half().float() if mode == "fp16-out" else result), exact
+
+
+def _round32(x, mode):
+    """Round float64 to fp32: to nearest, or toward zero (tensor cores that truncate)."""
+    y = x.float()
+    if mode == "trunc":
+        over = y.double().abs() > x.abs()
+        y = torch.where(over, torch.nextafter(y, torch.zeros_like(y)), y)
+    return y.double()
+
+
+@pytest.mark.parametrize("k", [4096, 256])
+def test_tolerance_passes_fp32_accumulation_and_fails_fp16(k):
+    """The experiment behind ch04._tolerance: fp32 sums always pass, fp16 sums and outputs fail."""
+    size = (32, 32, k)
+    rtol, atol = ch04.WMMA_GEMM.tolerance_for(size)
+    for mode in ("nearest", "trunc"):
+        got, exact = _accumulate(*size, mode)
+        compare(got, exact, rtol=rtol, atol=atol, what=f"fp32 accumulation ({mode})")
+        assert (got.double() - exact).abs().max() < atol / 4, "the tolerance should leave a wide margin"
+    for mode in ("fp16", "fp16-out"):
+        got, exact = _accumulate(*size, "nearest" if mode == "fp16-out" else mode)
+        if mode == "fp16-out":
+            got = got.half().float()
+        with pytest.raises(CheckFailed, match="wrong result"):
+            compare(got, exact, rtol=rtol, atol=atol, what=mode)
+
+
+def test_exercise_counts_shapes_and_sizes():
+    ex = ch04.WMMA_GEMM
+    assert ex.flops((2, 3, 4)) == 48 and ex.bytes_moved((2, 3, 4)) == 2 * (8 + 12) + 4 * 6
+    assert ex.ceiling == "fp16_tflops" and ex.speed_size() == (4096, 4096, 4096)
+    gen = torch.Generator().manual_seed(1)
+    a, b = ex.make_inputs((5, 7, 3), gen, "cpu")
+    assert a.shape == (5, 3) and b.shape == (3, 7) and a.dtype == b.dtype == torch.float16
+    out = ex.make_output((5, 7, 3), "cpu")
+    assert out.shape == (5, 7) and out.dtype == torch.float32
+    assert torch.allclose(ex.reference(a.double(), b.double()), a.double() @ b.double())
+    sizes = list(ex.visible_sizes) + ch04.HIDDEN_SIZES
+    assert any(m % 16 or n % 16 or k % 16 for m, n, k in ex.visible_sizes), "a visible non-multiple of 16"
+    assert any(k >= 4096 for _, _, k in ex.visible_sizes), "fp16 accumulation must fail a visible test"
+    assert (1, 1, 1) in ch04.HIDDEN_SIZES
+    assert any(m % 128 and n % 128 and m != n for m, n, _ in ch04.HIDDEN_SIZES)
+    assert any(k % 8 for _, _, k in sizes) and any(n % 8 for _, n, _ in sizes), "the element-by-element path"
+
+
+# -------------------------------------------------------------------------- SASS and PTX
+
+CUOBJDUMP = """
+\tcode for sm_90
+\t\tFunction : helper_fn
+        /*0000*/                   FFMA R1, R2, R3, R4 ;        /* 0x000 */
+\t\tFunction : k
+\t.headerflags\t@"EF_CUDA_SM90"
+        /*0000*/                   LDG.E.128 R4, desc[UR8][R2.64] ;   /* 0x0000 */
+                                                                       /* 0x0000 */
+        /*0010*/                   HMMA.16816.F32 R8, R4, R6, R8 ;     /* 0x0000 */
+        /*0020*/              @!P0 HMMA.16816.F32 R12, R4, R6, R12 ;   /* 0x0000 */
+        /*0030*/                   EXIT ;
+"""
+
+NVDISASM = """
+//--------------------- .text.k                   --------------------------
+\t.section\t.text.k,"ax",@progbits
+k:
+.text.k:
+        /*0000*/                   FFMA R1, R2, R3, R4 ;
+        /*0010*/                   EXIT ;
+"""
+
+
+def test_parse_sass_reads_both_disassemblers():
+    funcs = sass.parse_sass(CUOBJDUMP)
+    assert list(funcs) == ["helper_fn", "k"] and len(funcs["k"]) == 4
+    assert "@!P0 HMMA.16816.F32 R12, R4, R6, R12" in funcs["k"][2]
+    assert sass.parse_sass(NVDISASM) == {"k": ["/*0000*/ FFMA R1, R2, R3, R4", "/*0010*/ EXIT"]}
+    listing = sass.Listing("k", "sm_90", "", tuple(funcs["k"]), "cuobjdump", "", "NVRTC")
+    assert listing.tensor_core_instructions() == {"HMMA.16816.F32": 2}
+    assert listing.count("HMMA") == 2 and listing.count("LDG") == 1 and listing.count("FFMA") == 0
+
+
+def test_ptx_of_takes_the_kernel_and_the_functions_it_calls():
+    ptx = (".visible .entry other(\n)\n{\n\twmma.mma.sync.aligned.row.row.m16n16k16.f32.f32 {...};\n}\n"
+           ".func  (.param .b32 func_retval0) helper(\n)\n{\n\tfma.rn.f32 %f1, %f2, %f3, %f4;\n}\n"
+           ".visible .entry mine(\n)\n{\n\tcall.uni (retval0), helper, (param0);\n\tret;\n}\n")
+    body, called = sass.ptx_of(ptx, "mine")
+    assert called == ["helper"] and "fma.rn.f32" in body and "wmma" not in body
+    with pytest.raises(LadderError, match=r"no kernel named `nope` \(kernels found: mine, other\)"):
+        sass.ptx_of(ptx, "nope")
+
+
+def test_solution_ptx_contains_mma_for_sm80_and_sm90():
+    for arch in ("sm_80", "sm_90"):
+        compiled = sass.compile_kernel(SOURCES["WMMA_GEMM_SRC"], "wmma_gemm", arch)
+        ptx, _ = sass.ptx_of(compiled.ptx, "wmma_gemm")
+        assert "wmma.mma.sync" in ptx and f".target {arch}" in compiled.ptx
+        assert "wmma.mma.sync" in sass.compile_kernel(SOURCES["WMMA_GEMM_ASYNC_SRC"], "wmma_gemm_async", arch).ptx
+
+
+def test_ptx_fallback_without_a_disassembler(no_disassembler):
+    wmma = sass.disassemble(source=SOURCES["WMMA_NAIVE_SRC"], name="wmma_gemm_naive", arch="sm_80")
+    fma = sass.disassemble(source=FMA_SRC, name="fma_gemm_naive", arch="sm_80")
+    assert wmma.level == fma.level == "PTX" and "no disassembler found" in wmma.note
+    assert sum(wmma.tensor_core_instructions().values()) > 0 and wmma.count("wmma.mma") > 0
+    assert not fma.tensor_core_instructions() and fma.count("fma.rn.f32") > 0
+    assert "wmma.mma" in wmma.grep("wmma.mma") and "..." in wmma.grep("wmma.mma", width=40)
+
+
+@pytest.mark.skipif(sass.find_disassembler() is None, reason="no cuobjdump or nvdisasm here")
+def test_sass_shows_hmma_for_wmma_and_ffma_for_fma():
+    for arch in ("sm_80", "sm_90"):
+        wmma = sass.disassemble(source=SOURCES["WMMA_GEMM_SRC"], name="wmma_gemm", arch=arch)
+        fma = sass.disassemble(source=FMA_SRC, name="fma_gemm_naive", arch=arch)
+        assert wmma.level == "SASS" and wmma.count("HMMA.16816.F32") == 32   # 4 x 2 fragments, 2 steps, 2 each
+        assert fma.level == "SASS" and fma.count("FFMA") > 0 and not fma.tensor_core_instructions()
+        assert wmma.count("LDSM") > 0, "fragments come from shared memory through ldmatrix"
+
+
+def test_compiling_through_cupys_nvrtc_when_cuda_bindings_is_missing(monkeypatch):
+    pytest.importorskip("cupy_backends.cuda.libs.nvrtc")
+    import grader.nvrtc
+    monkeypatch.setattr(grader.nvrtc, "nvrtc_available", lambda: (False, "no cuda-bindings (test)"))
+    sass.compile_kernel.cache_clear()
+    try:
+        compiled = sass.compile_kernel(SOURCES["WMMA_GEMM_SRC"], "wmma_gemm", "sm_80")
+        assert sass.compiler()[0].endswith("(CuPy)") and "wmma.mma.sync" in compiled.ptx and compiled.cubin
+        with pytest.raises(KernelCompileError, match='kernel line 3: error: identifier "nope" is undefined'):
+            sass.compile_kernel('extern "C" __global__ void k(float* o)\n{\n    o[0] = nope;\n}\n', "k", "sm_80")
+    finally:
+        sass.compile_kernel.cache_clear()
+
+
+# ---------------------------------------------------------------------- the tensor-core check
+
+def _launcher(name):
+    return launchers("ch04", name, ["wmma-solution"])["wmma_gemm"]
+
+
+def test_tensor_core_check_passes_the_solution_on_a_cpu(capsys):
+    listings = ch04.check_tensor_cores(_launcher("correct"))
+    assert [l.name for l in listings] == ["wmma_gemm"]
+    assert "✓ 4 tensor cores: `wmma_gemm` has" in capsys.readouterr().out
+
+
+def test_tensor_core_check_fails_an_fma_kernel_with_a_clear_message():
+    with pytest.raises(CheckFailed) as info:
+        ch04.check_tensor_cores(_launcher("fma_only"))
+    msg = str(info.value)
+    assert "`fma_gemm` has no tensor-core instructions" in msg and "wmma::mma_sync" in msg
+    assert "FFMA" in msg or "fma.rn.f32" in msg
+
+
+def test_tensor_core_check_inspects_every_launched_kernel_not_the_notebook():
+    wmma = load_kernel(SOURCES["WMMA_GEMM_SRC"], "wmma_gemm")
+    fma = load_kernel(FMA_SRC, "fma_gemm_naive")
+
+    def both(a, b, out):  # a WMMA kernel for show, the real work on the FMA units
+        wmma((1,), (256,), (a, b, out))
+        fma((1,), (256,), (a, b, out))
+
+    with pytest.raises(CheckFailed, match=r"1 of the 2 kernels that wmma_gemm launches have no tensor-core"):
+        ch04.check_tensor_cores(both)
+    assert CudaKernel.__call__ is not None and "record" not in CudaKernel.__call__.__qualname__
+
+    def nothing(a, b, out):
+        out.zero_()
+    with pytest.raises(CheckFailed, match="without launching a kernel made with load_kernel"):
+        ch04.check_tensor_cores(nothing)
+
+
+def test_tensor_core_check_on_stubs_says_not_written_yet():
+    def stub(a, b, out):
+        raise NotImplementedError()
+    with pytest.raises(NotImplementedYet, match="exercise 4 .* is not written yet"):
+        ch04.check_tensor_cores(stub)
+    stub_kernel = load_kernel('extern "C" __global__ void k(float* o)\n{\n    # YOUR CODE HERE\n'
+                              '    raise NotImplementedError()\n}\n', "k")
+    with pytest.raises(NotImplementedYet, match="the CUDA kernel `k` is not written yet"):
+        ch04.check_tensor_cores(lambda a, b, out: stub_kernel((1,), (1,), (out,)))
+
+
+def test_a_launcher_that_refuses_some_shapes_is_still_inspected():
+    ns = launchers("ch04", "correct", [])
+    nb = json.loads(SOLUTION.read_text())
+    cell = next(c for c in nb["cells"] if c["metadata"]["nbgrader"]["grade_id"] == "naive-src")
+    exec("".join(cell["source"]), ns)   # wmma_gemm_naive refuses shapes that are not multiples of 16
+    (listing,) = ch04.check_tensor_cores(ns["wmma_gemm_naive"], verbose=False)
+    assert listing.name == "wmma_gemm_naive" and listing.tensor_core_instructions()
+
+
+def test_every_submission_names_real_cells():
+    for name in ("correct", "stub", "global_wmma", "fma_only", "fp16_accum", "serial_loads", "register_prefetch",
+                 "wrong"):
+        launchers("ch04", name, ["napkin-solution", "intensity-solution", "wmma-solution"])
+
+
+# ------------------------------------------------------------------------------ ladder check
+
+def _check(nb):
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", str(nb)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=1800)
+    report = json.loads(proc.stdout)
+    (notebook,) = report["notebooks"]
+    return proc.returncode, notebook, {c["grade_id"]: c for c in notebook["cells"]}
+
+
+CPU_CELLS = ("napkin-test", "intensity-test", "wmma-tensor-cores")
+GPU_CELLS = ("wmma-visible", "wmma-hidden", "wmma-speed")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
+def test_solution_on_a_cpu_earns_the_napkin_and_tensor_core_points():
+    code, nb, cells = _check(SOLUTION)
+    assert code == 1 and nb["error"] is None
+    for gid in CPU_CELLS:
+        assert cells[gid]["outcome"] == "pass", cells[gid]
+    for gid in GPU_CELLS:
+        err = cells[gid]["error"]
+        assert cells[gid]["outcome"] == "fail" and err["ename"] == "NoGPUError", cells[gid]
+        assert "no GPU found" in err["evalue"] and "compile for sm_80 and sm_90" in err["evalue"]
+        assert "Traceback" not in err["evalue"]
+    assert nb["score"] == 3 and nb["max_score"] == 9
+
+
+@pytest.mark.slow
+def test_released_notebook_fails_every_graded_cell_with_not_implemented():
+    code, nb, cells = _check(RELEASE)
+    assert code == 1 and nb["score"] == 0 and set(cells) == set(CPU_CELLS + GPU_CELLS)
+    for c in cells.values():
+        assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
+        assert "not written yet" in c["error"]["evalue"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(HAS_GPU, reason="CPU expectations")
+def test_fma_only_submission_fails_the_tensor_core_cell_on_a_cpu(tmp_path):
+    _, nb, cells = _check(build("ch04", "04_tensor_cores", "fma_only", tmp_path / "fma_only.ipynb"))
+    tc = cells["wmma-tensor-cores"]
+    assert tc["outcome"] == "fail" and tc["error"]["ename"] == "CheckFailed"
+    assert "`fma_gemm` has no tensor-core instructions" in tc["error"]["evalue"]
+    assert cells["napkin-test"]["passed"] and cells["intensity-test"]["passed"] and nb["score"] == 2
+
+
+# --------------------------------------------------------------------------------- on a GPU
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_solution_passes_every_graded_cell():
+    code, nb, cells = _check(SOLUTION)
+    assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
+    assert all(c["outcome"] == "pass" for c in cells.values()) and nb["score"] == 9
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["global_wmma", "serial_loads"])
+def test_gpu_slow_rungs_are_correct_but_below_the_bar(tmp_path, name):
+    _, _, cells = _check(build("ch04", "04_tensor_cores", name, tmp_path / f"{name}.ipynb"))
+    for gid in ("wmma-tensor-cores", "wmma-visible", "wmma-hidden"):
+        assert cells[gid]["passed"], cells[gid]
+    speed = cells["wmma-speed"]
+    assert not speed["passed"] and "below the bar" in speed["error"]["evalue"], speed
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_fma_kernel_is_correct_but_fails_both_tensor_core_gates(tmp_path):
+    _, _, cells = _check(build("ch04", "04_tensor_cores", "fma_only", tmp_path / "fma_only.ipynb"))
+    assert cells["wmma-visible"]["passed"] and cells["wmma-hidden"]["passed"]
+    for gid in ("wmma-tensor-cores", "wmma-speed"):
+        assert not cells[gid]["passed"] and "no tensor-core instructions" in cells[gid]["error"]["evalue"]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_fp16_accumulation_fails_on_the_tolerance(tmp_path):
+    _, _, cells = _check(build("ch04", "04_tensor_cores", "fp16_accum", tmp_path / "fp16.ipynb"))
+    assert cells["wmma-tensor-cores"]["passed"]
+    for gid in GPU_CELLS:
+        assert not cells[gid]["passed"] and "wrong result" in cells[gid]["error"]["evalue"], cells[gid]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_wrong_submission_scores_what_its_docstring_promises(tmp_path):
+    _, nb, cells = _check(build("ch04", "04_tensor_cores", "wrong", tmp_path / "wrong.ipynb"))
+    assert not cells["napkin-test"]["passed"] and cells["intensity-test"]["passed"]
+    assert "never written" in cells["wmma-visible"]["error"]["evalue"]
+    assert not cells["wmma-hidden"]["passed"] and cells["wmma-speed"]["passed"]
+    assert nb["score"] == 4
