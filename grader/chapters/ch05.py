@@ -1,0 +1,486 @@
+"""Chapter 5: Triton matmul.
+
+Exercises
+- 5.0  napkin math: FLOPs of a matmul, the time floor at a FLOP rate, and the bytes a grid of tiles
+       loads (CPU-checkable)
+- 5.1  the grouped launch order, in Python: program id -> output tile (CPU-checkable)
+- 5a   `matmul(a, b, out)`: out = a @ b, fp16 in, fp32 accumulation, fp16 out. Speed bar vs
+       `torch.mm` at 4096^3 (bars.toml "5a"); stretch "5a-stretch": split-K at a skinny shape,
+       reported, never graded
+- 5b   `matmul_bias_act(a, b, bias, out)`: out = gelu(a @ b + bias) with the tanh form of GELU,
+       fp16, in one kernel. Speed bar vs torch eager (matmul, then bias, then GELU); torch.compile
+       is reported for comparison, never graded
+
+Launchers take torch tensors the grader allocated and write into `out`. On a GPU they are CUDA
+tensors; without one, Triton runs the kernels on the CPU through its interpreter
+(`TRITON_INTERPRET=1`, set by `start()`), so the same launchers get CPU tensors and small sizes.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import traceback
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from .. import plots
+from ..answers import call_learner, require_close
+from ..device import gpu_info, gpu_or_reason, has_gpu
+from ..errors import CheckFailed, KernelCompileError, LadderError, NotImplementedYet
+from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, measure_speed
+from ..quiet import captured_stderr
+from ..timing import bench
+
+Size = tuple[int, int, int]   # (M, N, K): a is M x K, b is K x N, out is M x N
+
+SPEED_SIZE_5A: Size = (4096, 4096, 4096)
+# 5b is timed where the epilogue is a real share of torch eager's time: a large output (M*N) and a
+# short reduction (K): eager's bias and GELU passes move 8*M*N bytes against 2*M*N*K FLOPs. At 4096^3
+# a fused kernel measured only 1.09x eager on an H200 (the bar would be a coin toss); at
+# 8192 x 8192 x 1024, 1.48x, while the unfused version stays at 0.88x (see the notebook).
+SPEED_SIZE_5B: Size = (8192, 8192, 1024)
+# The stretch goal's skinny shape: a 512 x 512 output is only 16 tiles of 128 x 128, far fewer than
+# the SMs of any data-centre GPU, while K is long enough to keep every SM busy if it were split.
+SPEED_SIZE_SPLIT_K: Size = (512, 512, 65536)
+
+# The Triton interpreter runs every block operation through NumPy: a few milliseconds per program
+# and K step. Above this much work (M*N*K) a size is skipped on a CPU, with a note.
+CPU_MAX_WORK = 1 << 23
+
+
+def _describe(size: Size) -> str:
+    m, n, k = size
+    return f"M={m:,} N={n:,} K={k:,}"
+
+
+def _inputs(size: Size, gen: torch.Generator, device: str, bias: bool = False):
+    """a scaled by 1/sqrt(K): every output is O(1) whatever K is (see `_tolerance`)."""
+    m, n, k = size
+    a = (torch.randn(m, k, generator=gen, device=device, dtype=torch.float32) / math.sqrt(k)).to(torch.float16)
+    b = torch.randn(k, n, generator=gen, device=device, dtype=torch.float16)
+    if not bias:
+        return a, b
+    return a, b, torch.randn(n, generator=gen, device=device, dtype=torch.float16)
+
+
+def _output(size: Size, device: str) -> torch.Tensor:
+    m, n, _ = size
+    return torch.empty(m, n, device=device, dtype=torch.float16)
+
+
+def _tolerance(size: Size) -> tuple[float, float]:
+    """(rtol, atol) against the float64 reference, the same for every size, and why.
+
+    The inputs are fp16 and the reference uses exactly those values, so a correct kernel's error is
+    fp32 accumulation (about 1e-7 relative: nothing) plus one rounding of the result to fp16, at most
+    half an fp16 step: 2^-11 ~ 4.9e-4 of the value. rtol = 2e-3 leaves 4x room for that. Because A is
+    scaled by 1/sqrt(K), outputs are O(1) for every K, so one atol serves every size: 1e-3, which
+    also covers the erf form of GELU (within 4.7e-4 of the tanh form) in 5b.
+    What it rejects (simulated at 512 x 512, see tests/test_ch05.py): accumulating in fp16 fails from
+    K = 1024 on (at K = 4096, 3-20% of the elements are out), and bf16 inputs fail at every K
+    (a third of the elements). The timing sizes have K >= 1024, so the speed cell's own
+    correctness check catches both.
+    """
+    return 2e-3, 1e-3
+
+
+def _gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.gelu(x, approximate="tanh")
+
+
+def _eager_bias_gelu(a, b, bias, out):
+    # What a torch user writes: three kernels, each a trip through HBM for the M x N result.
+    return _gelu_tanh(torch.mm(a, b) + bias)
+
+
+def _compiled_bias_gelu():
+    return torch.compile(lambda a, b, bias: _gelu_tanh(torch.mm(a, b) + bias))
+
+
+MATMUL = Exercise(
+    key="5a", title="fp16 matmul", where="the code cell under 'Exercise 5a'",
+    signature="matmul(a, b, out)", arg_names=("a", "b"),
+    make_inputs=lambda s, gen, dev: _inputs(s, gen, dev),
+    make_output=_output,
+    reference=lambda a, b: a @ b,
+    baseline=lambda a, b, out: torch.mm(a, b, out=out),
+    baseline_name="torch.mm",
+    dtype=torch.float16,
+    bytes_moved=lambda s: 2 * (s[0] * s[2] + s[2] * s[1] + s[0] * s[1]),
+    visible_sizes=((512, 512, 512), (1024, 768, 256), (384, 640, 1000)),
+    speed_size=lambda: SPEED_SIZE_5A,
+    describe_size=_describe,
+    ceiling="fp16_tflops",
+    flops=lambda s: 2 * s[0] * s[1] * s[2],
+    tolerance=_tolerance,
+    cpu_sizes=((64, 64, 64), (96, 160, 128), (33, 47, 95)),
+    speed_hint="large tiles (128 x 128 or more, BLOCK_K 32 to 64), tl.dot on fp16 blocks with an fp32 "
+               "accumulator, the grouped launch order, and an autotune list of a few configurations with "
+               "num_stages 3 or 4 and num_warps 4 or 8.",
+)
+
+FUSED = Exercise(
+    key="5b", title="fused matmul + bias + GELU", where="the code cell under 'Exercise 5b'",
+    signature="matmul_bias_act(a, b, bias, out)", arg_names=("a", "b", "bias"),
+    make_inputs=lambda s, gen, dev: _inputs(s, gen, dev, bias=True),
+    make_output=_output,
+    reference=lambda a, b, bias: _gelu_tanh(a @ b + bias),
+    baseline=_eager_bias_gelu,
+    baseline_name="torch eager",
+    dtype=torch.float16,
+    bytes_moved=lambda s: 2 * (s[0] * s[2] + s[2] * s[1] + s[0] * s[1] + s[1]),
+    visible_sizes=((512, 512, 512), (1024, 768, 256), (384, 640, 1000)),
+    speed_size=lambda: SPEED_SIZE_5B,
+    describe_size=_describe,
+    ceiling="fp16_tflops",
+    flops=lambda s: 2 * s[0] * s[1] * s[2],
+    tolerance=_tolerance,
+    others={"torch.compile": _compiled_bias_gelu},
+    cpu_sizes=((64, 64, 64), (96, 160, 128), (33, 47, 95)),
+    speed_hint="one kernel: your 5a matmul with the bias added to the fp32 accumulator and GELU applied "
+               "before the single store, so the M x N result goes to memory once.",
+)
+
+# The stretch goal: the same operation, timed at a skinny shape. Not in EXERCISES: it shares 5a's
+# key and reference, and its bar ("5a-stretch") is reported, never graded.
+SPLIT_K = replace(
+    MATMUL, title="fp16 matmul at a skinny shape", where="the code cell of the stretch goal (split-K)",
+    signature="matmul_splitk(a, b, out)", speed_size=lambda: SPEED_SIZE_SPLIT_K,
+    speed_hint="split K among several programs per output tile, so that there are more programs than SMs.")
+
+EXERCISES = (MATMUL, FUSED)
+BAR_KEYS = {"5a": "5a", "5a-stretch": "5a", "5b": "5b"}
+
+
+# ------------------------------------------------------------------ the learner's launchers
+
+def _causes(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _kernel_frames(exc: BaseException) -> str:
+    """Frames of the learner's own code in an interpreter failure: not Triton's, not the grader's."""
+    import triton
+
+    skip = (str(Path(triton.__file__).parent), str(Path(__file__).resolve().parents[1]))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(skip)]
+    return "".join(traceback.format_list(frames[-4:]))
+
+
+def _not_written(ex: Exercise, what: str) -> NotImplementedYet:
+    return NotImplementedYet(f"exercise {ex.key} ({ex.title}) is not written yet: {what} in {ex.where}, "
+                             "replacing `raise NotImplementedError()`.")
+
+
+def learner(ex: Exercise, fn: Callable) -> Callable:
+    """Wrap a learner's launcher so that Triton's failures read as messages about their code.
+
+    A released stub raises NotImplementedError in Python (the launcher) or, inside a `@triton.jit`
+    body, becomes a Triton compile error on a GPU ("unsupported AST node type: Raise") and an
+    InterpreterError on a CPU. All three mean "not written yet". Other compile errors keep Triton's
+    own message, which quotes the kernel line.
+    """
+    from triton.compiler.errors import CompilationError
+    try:
+        from triton.runtime.errors import InterpreterError
+    except ImportError:  # an older Triton: nothing of this type can be raised
+        class InterpreterError(Exception):
+            pass
+
+    @functools.wraps(fn)
+    def call(*args):
+        try:
+            return fn(*args)
+        except LadderError:
+            raise
+        except NotImplementedError:
+            raise _not_written(ex, f"write the launcher `{ex.signature}`") from None
+        except CompilationError as exc:
+            if "NotImplementedError" in str(exc):
+                raise _not_written(ex, "write the body of your `@triton.jit` kernel") from None
+            raise KernelCompileError(f"{ex.signature}: your Triton kernel did not compile.\n{exc}") from None
+        except InterpreterError as exc:
+            causes = list(_causes(exc))[1:]
+            if any(isinstance(c, NotImplementedError) for c in causes):
+                raise _not_written(ex, "write the body of your `@triton.jit` kernel") from None
+            cause = causes[0] if causes else exc
+            where = _kernel_frames(cause)
+            raise CheckFailed(f"{ex.signature}: your Triton kernel failed in the interpreter with "
+                              f"{type(cause).__name__}: {cause}" + (f"\nin your code:\n{where}" if where else "")) from None
+    return call
+
+
+def _sizes_for_here(ex: Exercise, sizes):
+    """On a CPU, sizes too large for the interpreter are skipped, and the check says which."""
+    if sizes is None or has_gpu():
+        return sizes
+    kept = [s for s in sizes if s[0] * s[1] * s[2] <= CPU_MAX_WORK]
+    skipped = [s for s in sizes if s not in kept]
+    if skipped:
+        print(f"(no GPU: {len(skipped)} size(s) too large for Triton's CPU interpreter skipped: "
+              f"{', '.join(_describe(s) for s in skipped)}; a GPU runs them all)")
+    return kept or list(ex.cpu_sizes)
+
+
+# ------------------------------------------------------------------ what the notebook calls
+
+def check_matmul(matmul, sizes=None, trials: int = 2):
+    return check_correctness(MATMUL, learner(MATMUL, matmul), _sizes_for_here(MATMUL, sizes), trials)
+
+
+def _check_speed(ex: Exercise, fn: Callable, bar_key: str) -> SpeedResult:
+    call = learner(ex, fn)
+    if not has_gpu():
+        # Nothing to time, but a stub or a broken kernel should say so rather than only "no GPU".
+        check_correctness(ex, call, ex.cpu_sizes[:1], trials=1, verbose=False)
+    return check_speed(ex, call, bar_key)
+
+
+def check_matmul_speed(matmul) -> SpeedResult:
+    return _check_speed(MATMUL, matmul, "5a")
+
+
+def check_fused(matmul_bias_act, sizes=None, trials: int = 2):
+    return check_correctness(FUSED, learner(FUSED, matmul_bias_act), _sizes_for_here(FUSED, sizes), trials)
+
+
+def check_fused_speed(matmul_bias_act) -> SpeedResult:
+    return _check_speed(FUSED, matmul_bias_act, "5b")
+
+
+def measure(ex: Exercise, fn: Callable, bar_key: str | None = None, size: Size | None = None,
+            label: str | None = None) -> SpeedResult | None:
+    """Time any launcher against the exercise's baseline and print the report; never raises for
+    speed (for the worked examples and comparisons). `label` names it in the report and the plot.
+    None without a GPU."""
+    if not has_gpu():
+        print(f"{gpu_or_reason()[1]}: speed not measured.")
+        return None
+    result = measure_speed(ex, learner(ex, fn), bar_key, size=size)
+    if label:
+        result.key = label
+    print(result.report())
+    return result
+
+
+def check_splitk(matmul_splitk, matmul=None) -> SpeedResult | None:
+    """The stretch goal: correct on awkward sizes, then timed at the skinny shape against torch.mm
+    (bar "5a-stretch", reported, never graded). With `matmul`, your 5a kernel is timed there too.
+    Not attempted yet, or no GPU, is not an error, so that "Run All" carries on."""
+    fn = learner(SPLIT_K, matmul_splitk)
+    sizes = [(1, 1, 1), (31, 33, 35), (64, 64, 1000), (100, 3, 700), (3, 100, 129)]
+    if has_gpu():
+        sizes += [(512, 512, 8192), (129, 255, 65537), (1, 4096, 40000), (1000, 1000, 3000)]
+    try:
+        check_correctness(SPLIT_K, fn, sizes, trials=1)
+    except NotImplementedError:
+        print("Stretch goal not attempted yet: write matmul_splitk and its kernels above to try it.")
+        return None
+    if not has_gpu():
+        print(f"{gpu_or_reason()[1]}: the stretch goal's speed is not measured here.")
+        return None
+    result = check_speed(SPLIT_K, fn, "5a-stretch")
+    if matmul is not None:
+        plain = measure_speed(SPLIT_K, learner(MATMUL, matmul), "5a-stretch")
+        print(f"  your 5a kernel at the same shape: {plain.ms:.3f} ms, {plain.speedup:.2f}x torch.mm, "
+              f"{plain.rate():.1f} TFLOP/s")
+    return result
+
+
+def compare_unfused(matmul) -> SpeedResult | None:
+    """Your 5a matmul, then torch's bias add and GELU (in place, no extra copies), timed as 5b.
+
+    The same bytes as torch eager: a faster matmul alone does not remove the two trips through
+    memory that the epilogue costs. Printed, never graded."""
+    def unfused(a, b, bias, out):
+        matmul(a, b, out)
+        out.add_(bias)
+        torch.ops.aten.gelu_.default(out, approximate="tanh")
+    return measure(FUSED, unfused, "5b", label="unfused")
+
+
+def check_napkin_math(matmul_flops, floor_ms, loaded_bytes) -> None:
+    """Exercise 5.0: FLOPs, the time floor at a FLOP rate, and the bytes a grid of tiles loads."""
+    names = "`matmul_flops`, `floor_ms` and `loaded_bytes`"
+    for m, n, k in ((1, 1, 1), (2, 3, 5), (4096, 4096, 4096), (8192, 8192, 1024)):
+        require_close(call_learner(matmul_flops, m, n, k, exercise="5.0", names=names), 2 * m * n * k,
+                      f"matmul_flops({m}, {n}, {k}) (hint: each of the M*N outputs is a dot product of length K; "
+                      "count a multiply and an add as two FLOPs)")
+    for flops, tflops in ((2 * 4096**3, 600.0), (1e12, 1.0), (2.0, 1000.0)):
+        require_close(call_learner(floor_ms, flops, tflops, exercise="5.0", names="`floor_ms`"),
+                      flops / (tflops * 1e12) * 1e3,
+                      f"floor_ms({flops!r}, {tflops!r}) (hint: TFLOP/s means 1e12 FLOPs per second; answer in ms)")
+    for m, n, k, bm, bn in ((4096, 4096, 4096, 32, 32), (4096, 4096, 4096, 128, 256), (100, 100, 64, 64, 64),
+                            (1, 1, 1, 16, 16)):
+        want = 2 * k * (m * -(-n // bn) + n * -(-m // bm))
+        require_close(call_learner(loaded_bytes, m, n, k, bm, bn, exercise="5.0", names="`loaded_bytes`"), want,
+                      f"loaded_bytes({m}, {n}, {k}, {bm}, {bn}) (hint: there are ceil(M/BM) x ceil(N/BN) programs; "
+                      "each loads a BM x K strip of A and a K x BN strip of B, 2 bytes an element)")
+    print("✓ 5.0 napkin math: FLOPs, time floor and loaded bytes are right")
+
+
+# ------------------------------------------------------------------ the grouped launch order
+
+def grouped_tile_reference(pid: int, grid_m: int, grid_n: int, group_m: int) -> tuple[int, int]:
+    """The grouped order: groups of `group_m` tile rows, walked down each column of the group."""
+    per_group = group_m * grid_n
+    first_m = (pid // per_group) * group_m
+    rows = min(grid_m - first_m, group_m)      # the last group may be shorter
+    within = pid % per_group
+    return first_m + within % rows, within // rows
+
+
+def check_grouped_order(grouped_tile) -> None:
+    """Exercise 5.1: every program id of a few grids, including a short last group."""
+    for grid_m, grid_n, group_m in ((4, 4, 2), (6, 5, 1), (5, 3, 2), (3, 7, 8), (9, 4, 4), (1, 1, 4), (8, 12, 4)):
+        for pid in range(grid_m * grid_n):
+            got = call_learner(grouped_tile, pid, grid_m, grid_n, group_m, exercise="5.1", names="`grouped_tile`")
+            want = grouped_tile_reference(pid, grid_m, grid_n, group_m)
+            try:
+                ok = len(got) == 2 and (int(got[0]), int(got[1])) == want
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                hint = ("with group_m = 1 the order is plain row-major: pid_m = pid // grid_n" if group_m == 1 else
+                        "the last group is shorter when grid_m is not a multiple of group_m" if grid_m % group_m else
+                        "within a group, consecutive programs go down a column: pid_m changes fastest")
+                raise CheckFailed(f"grouped_tile(pid={pid}, grid_m={grid_m}, grid_n={grid_n}, group_m={group_m}) "
+                                  f"returned {got!r}, expected {want} (as (pid_m, pid_n)). Hint: {hint}.")
+    print("✓ 5.1 grouped launch order: every program lands on the right tile")
+
+
+def wave_traffic(tile_of: Callable, size: Size, block: tuple[int, int], programs: int,
+                 group_m: int = 8) -> tuple[float, float]:
+    """(first wave's footprint in bytes, estimated bytes read from HBM for the whole launch).
+
+    A model, not a measurement: programs run in waves of `programs` (one per SM); a wave reads each
+    A row strip and B column strip it touches once, from HBM, and nothing is reused between waves.
+    """
+    m, n, k = size
+    bm, bn = block
+    grid_m, grid_n = -(-m // bm), -(-n // bn)
+    total, first = 0.0, None
+    for start in range(0, grid_m * grid_n, programs):
+        tiles = [tile_of(p, grid_m, grid_n, group_m) for p in range(start, min(start + programs, grid_m * grid_n))]
+        rows = {t[0] for t in tiles}
+        cols = {t[1] for t in tiles}
+        wave = 2 * k * (len(rows) * bm + len(cols) * bn)
+        first = wave if first is None else first
+        total += wave
+    return first, total
+
+
+def print_wave_traffic(grouped_tile, sizes=((4096, 4096, 4096), (8192, 8192, 8192)), block=(128, 128),
+                       group_m: int = 8) -> None:
+    """Row-major against grouped, with your `grouped_tile`, for this GPU's SM count and L2."""
+    info = gpu_info()
+    sms = info.sm_count if info else 132
+    l2 = info.l2_bytes if info and info.l2_bytes else 50 * 2**20
+    where = f"{info.name}: {sms} SMs, L2 {l2 / 2**20:.0f} MiB" if info else f"no GPU: an H100's {sms} SMs and 50 MiB L2"
+    print(f"{where}; {block[0]} x {block[1]} tiles, one program per SM, GROUP_M = {group_m}")
+    print(f"{'size':<24}{'order':<12}{'1st wave needs':>16}{'HBM reads (model)':>20}")
+    for size in sizes:
+        for name, fn, g in (("row-major", grouped_tile, 1), ("grouped", grouped_tile, group_m)):
+            first, total = wave_traffic(fn, size, block, sms, g)
+            fits = "fits in L2" if first <= l2 else "> L2"
+            print(f"{_describe(size):<24}{name:<12}{first / 2**20:>9.0f} MiB {fits:<10}{total / 1e9:>6.2f} GB")
+
+
+# ------------------------------------------------------------------ looking inside a kernel
+
+def ptx_summary(compiled) -> str:
+    """Which matrix instructions a compiled Triton kernel uses (what chapter 4 checked in SASS)."""
+    ptx = compiled.asm.get("ptx", "") if hasattr(compiled, "asm") else ""
+    if not ptx:
+        return "no PTX to look at (the interpreter compiles nothing)"
+    counts = {
+        "wgmma.mma_async (Hopper warpgroup tensor-core MMA)": ptx.count("wgmma.mma_async"),
+        "mma.sync (Ampere-style warp tensor-core MMA)": ptx.count("mma.sync"),
+        "cp.async / cp.async.bulk (asynchronous copies to shared memory)": ptx.count("cp.async"),
+        "fma.rn.f32 (plain fp32 fused multiply-adds)": ptx.count("fma.rn.f32"),
+    }
+    meta = getattr(compiled, "metadata", None)
+    head = ""
+    if meta is not None:
+        head = (f"num_warps={getattr(meta, 'num_warps', '?')}, num_stages={getattr(meta, 'num_stages', '?')}, "
+                f"shared memory {getattr(meta, 'shared', 0) / 1024:.0f} KiB\n")
+    return head + "\n".join(f"  {n:>5}  {what}" for what, n in counts.items())
+
+
+def show_autotune(kernel) -> None:
+    """The configuration the autotuner chose for every shape it has seen."""
+    cache = getattr(kernel, "cache", None)
+    if not isinstance(cache, dict) or not cache:
+        print("The autotuner has not chosen anything yet (or only one configuration was listed, as under "
+              "the interpreter).")
+        return
+    for key, config in cache.items():
+        shape = ", ".join(str(x) for x in key if isinstance(x, int))
+        print(f"  (M, N, K) = ({shape}): {config}")
+
+
+# -------------------------------------------------------------------------------- plots
+
+def plot_results(*results: SpeedResult | None):
+    """Bar chart: achieved TFLOP/s of each of your kernels beside torch's, under the fp16 ceiling."""
+    gpu = next((r.gpu for r in results if r is not None), "")
+    return plots.plot_results(*results, title=f"Chapter 5 on {gpu}")
+
+
+def plot_tflops_vs_size(kernels: dict[str, Callable], sizes=(512, 1024, 2048, 4096, 8192)):
+    """Achieved TFLOP/s of matmul launchers and torch.mm on square fp16 matrices, under the ceiling."""
+    from ..device import ceilings
+
+    ok, reason = gpu_or_reason()
+    if not ok:
+        print(f"{reason}: nothing to measure here.")
+        return None
+    with captured_stderr():
+        curves = sweep_tflops(kernels, sizes, "cuda")
+    return draw_sweep(sizes, curves, ceilings().fp16_tflops)
+
+
+def sweep_tflops(kernels: dict[str, Callable], sizes, device: str) -> dict[str, list[float]]:
+    """TFLOP/s of each launcher, and of torch.mm, at every M = N = K in `sizes`."""
+    from tqdm.auto import tqdm
+
+    curves = {name: [] for name in [*kernels, "torch.mm"]}
+    gen = torch.Generator(device=device).manual_seed(torch.seed())
+    for s in tqdm(sizes, desc="sizes"):
+        a, b = _inputs((s, s, s), gen, device)
+        out = _output((s, s, s), device)
+        flops = 2 * s**3
+        for name, fn in kernels.items():
+            call = learner(MATMUL, fn)
+            call(a, b, out)  # compile and autotune outside the timing
+            curves[name].append(flops / (bench(lambda: call(a, b, out)) * 1e-3) / 1e12)
+        curves["torch.mm"].append(flops / (bench(lambda: torch.mm(a, b, out=out)) * 1e-3) / 1e12)
+        del a, b, out
+    return curves
+
+
+def draw_sweep(sizes, curves: dict[str, list[float]], ceiling_tflops: float):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for name, tf in curves.items():
+        ax.plot(list(sizes), tf, marker="o", label=name)
+    ax.axhline(ceiling_tflops, color="black", linestyle="--", linewidth=1)
+    ax.text(sizes[0], ceiling_tflops * 1.01, f"fp16 matmul ceiling {ceiling_tflops:,.0f} TFLOP/s",
+            va="bottom", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(sizes), [str(s) for s in sizes])
+    ax.set_ylim(0, ceiling_tflops * 1.15)
+    ax.set_xlabel("M = N = K (fp16)")
+    ax.set_ylabel("achieved TFLOP/s")
+    ax.legend()
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,384 @@
+"""Chapter 5 (Triton matmul): the grader's logic on the CPU, the solution's kernels in Triton's
+interpreter, the notebooks through `ladder check`, and the verdicts on a GPU."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from conftest import HAS_GPU, ROOT
+from grader import correctness
+from grader.chapters import ch05
+from grader.errors import CheckFailed, KernelCompileError, NotImplementedYet
+from submissions.build import build
+
+NOTEBOOK = ROOT / "solutions/05_triton_matmul/05_triton_matmul.ipynb"
+RELEASED = ROOT / "course/05_triton_matmul/05_triton_matmul.ipynb"
+SPEED_CELLS = {"matmul-speed", "fused-speed"}
+
+
+# ------------------------------------------------------------------ napkin math and grouped order
+
+def _flops(m, n, k):
+    return 2 * m * n * k
+
+
+def _floor(flops, tflops):
+    return flops / (tflops * 1e12) * 1e3
+
+
+def _loaded(m, n, k, bm, bn):
+    return 2 * (m * k * math.ceil(n / bn) + k * n * math.ceil(m / bm))
+
+
+def test_napkin_accepts_the_right_answers(capsys):
+    ch05.check_napkin_math(_flops, _floor, _loaded)
+    assert "✓ 5.0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flops, floor, loaded, message", [
+    (lambda m, n, k: m * n * k, _floor, _loaded, "matmul_flops(1, 1, 1) (hint: each of the M*N outputs"),
+    (_flops, lambda f, t: f / (t * 1e12), _loaded, "answer in ms"),
+    (_flops, _floor, lambda m, n, k, bm, bn: 2 * (m * k + k * n), "loaded_bytes(4096, 4096, 4096, 32, 32)"),
+])
+def test_napkin_rejects_wrong_answers_with_a_hint(flops, floor, loaded, message):
+    with pytest.raises(CheckFailed, match=message.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        ch05.check_napkin_math(flops, floor, loaded)
+
+
+def test_napkin_stub_is_not_written_yet():
+    def stub(*args):
+        raise NotImplementedError()
+    with pytest.raises(NotImplementedYet, match="exercise 5.0 is not written yet"):
+        ch05.check_napkin_math(stub, stub, stub)
+
+
+def test_grouped_order_accepts_the_reference_and_lists_and_numpy_ints(capsys):
+    import numpy as np
+    ch05.check_grouped_order(ch05.grouped_tile_reference)
+    ch05.check_grouped_order(lambda *a: [np.int64(x) for x in ch05.grouped_tile_reference(*a)])
+    assert "✓ 5.1" in capsys.readouterr().out
+
+
+def _no_short_group(pid, grid_m, grid_n, group_m):
+    per_group = group_m * grid_n
+    first_m = (pid // per_group) * group_m
+    within = pid % per_group
+    return first_m + within % group_m, within // group_m
+
+
+@pytest.mark.parametrize("fn, message", [
+    (lambda pid, gm, gn, g: (pid // gn, pid % gn), r"grouped_tile\(pid=1, grid_m=4, grid_n=4, group_m=2\) returned \(0, 1\), "
+                                                   r"expected \(1, 0\).*pid_m changes fastest"),
+    (_no_short_group, r"grid_m=5, grid_n=3, group_m=2\).*the last group is shorter"),
+    (lambda *a: ch05.grouped_tile_reference(*a)[0], "returned 0"),
+])
+def test_grouped_order_names_the_first_wrong_program(fn, message):
+    with pytest.raises(CheckFailed, match=message):
+        ch05.check_grouped_order(fn)
+
+
+def test_wave_model_counts_the_strips_the_notebook_quotes():
+    size, block = (4096, 4096, 4096), (128, 128)
+    row_major = ch05.wave_traffic(ch05.grouped_tile_reference, size, block, 132, group_m=1)
+    grouped = ch05.wave_traffic(ch05.grouped_tile_reference, size, block, 132, group_m=8)
+    strip = 2 * 4096 * 128  # one 128 x 4096 fp16 strip: 1 MiB
+    assert row_major[0] == 37 * strip and grouped[0] == 25 * strip
+    assert grouped[1] < row_major[1]
+
+
+# ------------------------------------------------------------------ exercises and tolerances
+
+def test_exercises_are_timed_where_the_notebook_says():
+    assert ch05.MATMUL.speed_size() == (4096, 4096, 4096) and ch05.FUSED.speed_size() == (8192, 8192, 1024)
+    assert ch05.SPLIT_K.speed_size() == (512, 512, 65536) and ch05.SPLIT_K.key == "5a"
+    assert ch05.MATMUL.ceiling == ch05.FUSED.ceiling == "fp16_tflops"
+    assert ch05.MATMUL.flops((2, 3, 5)) == 60 and ch05.FUSED.flops((2, 3, 5)) == 60
+    assert all(s[0] * s[1] * s[2] <= ch05.CPU_MAX_WORK for s in ch05.MATMUL.cpu_sizes + ch05.FUSED.cpu_sizes)
+
+
+def test_inputs_are_scaled_so_outputs_are_order_one():
+    gen = torch.Generator().manual_seed(0)
+    a, b = ch05.MATMUL.make_inputs((64, 64, 4096), gen, "cpu")
+    assert a.dtype == b.dtype == torch.float16 and a.shape == (64, 4096) and b.shape == (4096, 64)
+    std = (a.double() @ b.double()).std().item()
+    assert 0.8 < std < 1.2
+
+
+def test_fused_reference_is_the_tanh_gelu_the_solution_computes_as_x_sigmoid_2u():
+    x = torch.linspace(-8, 8, 10001, dtype=torch.float64)
+    as_sigmoid = x * torch.sigmoid(1.5957691216057308 * (x + 0.044715 * x**3))
+    bias = torch.zeros(1, dtype=torch.float64)
+    reference = ch05.FUSED.reference(x[:, None], torch.ones(1, 1, dtype=torch.float64), bias)[:, 0]
+    assert torch.allclose(as_sigmoid, reference, rtol=0, atol=1e-12)
+    exact = torch.nn.functional.gelu(x)  # erf form: accepted too, within the tolerance
+    rtol, atol = ch05.FUSED.tolerance_for((1, 1, 1))
+    assert torch.all((exact - reference).abs() <= atol + rtol * reference.abs())
+
+
+def _fp16_accumulated(a, b, chunk):
+    acc = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float16)
+    for k in range(0, a.shape[1], chunk):
+        acc = (acc.float() + a[:, k:k + chunk].float() @ b[k:k + chunk].float()).half()
+    return acc
+
+
+@pytest.mark.parametrize("k", [1024, 4096])
+def test_tolerance_passes_fp32_accumulation_and_fails_fp16_accumulation_and_bf16(k):
+    gen = torch.Generator().manual_seed(k)
+    size = (512, 512, k)
+    a, b = ch05.MATMUL.make_inputs(size, gen, "cpu")
+    expected = ch05.MATMUL.reference(a.double(), b.double())
+    rtol, atol = ch05.MATMUL.tolerance_for(size)
+    right = (a.float() @ b.float()).half()  # fp32 accumulation, one rounding at the end
+    correctness.compare(right, expected, rtol=rtol, atol=atol, what="fp32 accumulation")
+    with pytest.raises(CheckFailed, match="wrong result"):
+        correctness.compare(_fp16_accumulated(a, b, 64), expected, rtol=rtol, atol=atol, what="fp16 accumulation")
+    bf16 = (a.bfloat16().float() @ b.bfloat16().float()).half()
+    with pytest.raises(CheckFailed, match="wrong result"):
+        correctness.compare(bf16, expected, rtol=rtol, atol=atol, what="bf16 inputs")
+
+
+def test_cpu_skips_sizes_too_large_for_the_interpreter(capsys, monkeypatch):
+    monkeypatch.setattr(ch05, "has_gpu", lambda: False)
+    kept = ch05._sizes_for_here(ch05.MATMUL, [(1, 1, 1), (4096, 4096, 1), (31, 33, 35)])
+    assert kept == [(1, 1, 1), (31, 33, 35)]
+    assert "1 size(s) too large" in capsys.readouterr().out
+    assert ch05._sizes_for_here(ch05.MATMUL, [(4096, 4096, 4096)]) == list(ch05.MATMUL.cpu_sizes)
+    assert ch05._sizes_for_here(ch05.MATMUL, None) is None
+
+
+def test_size_sweep_measures_every_launcher_and_draws_under_the_ceiling():
+    import matplotlib
+    matplotlib.use("Agg")
+    sizes = (16, 32)
+    curves = ch05.sweep_tflops({"torch as a launcher": lambda a, b, out: torch.mm(a, b, out=out)}, sizes, "cpu")
+    assert set(curves) == {"torch as a launcher", "torch.mm"}
+    assert all(len(v) == len(sizes) and all(x > 0 for x in v) for v in curves.values())
+    fig = ch05.draw_sweep(sizes, curves, ceiling_tflops=1.0)
+    assert fig.axes[0].get_ylabel() == "achieved TFLOP/s"
+
+
+def test_results_plot_draws_tflops_of_every_result():
+    import matplotlib
+    matplotlib.use("Agg")
+    from grader.exercise import measure_speed
+    from grader.timing import CPUBackend
+
+    def torch_launcher(a, b, out):
+        torch.mm(a, b, out=out)
+
+    results = [measure_speed(ch05.MATMUL, torch_launcher, key, device="cpu", backend=CPUBackend(0.002), size=(16, 16, 16))
+               for key in ("5a", "5a-stretch")]
+    results[0].key = "naive"
+    fig = ch05.plot_results(*results, None)
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels[0] == "naive\nyours" and "5a-stretch\ntorch.mm" in labels
+    assert results[0].unit == "TFLOP/s"
+
+
+# ------------------------------------------------------------------ Triton errors become messages
+
+def _compile_for_sm90(kernel, signature, constexprs):
+    """Run Triton's front end for an H100 target, with no GPU: enough to raise its compile errors."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constexprs), target=GPUTarget("cuda", 90, 32))
+
+
+@triton.jit
+def stub_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+
+@triton.jit
+def broken_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, undefined_name, mask=offs < n)  # noqa: F821
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") == "1", reason="needs Triton's compiler, not its interpreter")
+def test_a_stub_kernel_that_fails_to_compile_on_a_gpu_is_not_written_yet():
+    import warnings
+    sig, const = {"x_ptr": "*fp16", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 16}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(NotImplementedYet, match="write the body of your `@triton.jit` kernel"):
+            ch05.learner(ch05.MATMUL, lambda *a: _compile_for_sm90(stub_kernel, sig, const))()
+        with pytest.raises(KernelCompileError, match="did not compile(.|\n)*undefined_name"):
+            ch05.learner(ch05.MATMUL, lambda *a: _compile_for_sm90(broken_kernel, sig, const))()
+
+
+def test_a_stub_launcher_is_not_written_yet():
+    def matmul(a, b, out):
+        raise NotImplementedError()
+    with pytest.raises(NotImplementedYet, match=r"write the launcher `matmul\(a, b, out\)` in the code cell under 'Exercise 5a'"):
+        ch05.learner(ch05.MATMUL, matmul)(None, None, None)
+
+
+# ------------------------------------------------------------------ the kernels, in the interpreter
+
+INTERPRETER_SCRIPT = r"""
+import json
+from grader.chapters import ch05
+from submissions.ch05 import launchers, run_cell, stubbed
+from submissions.build import _solution_sources
+
+out = {}
+def outcome(name, fn):
+    try:
+        fn()
+        out[name] = "pass"
+    except Exception as exc:
+        out[name] = f"{type(exc).__name__}: {exc}"
+
+sol = launchers("ch05", "correct", ["napkin-solution", "grouped-solution", "matmul-solution", "fused-solution",
+                                     "splitk-solution"])
+small = [(1, 1, 1), (31, 33, 35), (127, 129, 257), (1, 300, 200), (300, 1, 200), (200, 300, 1)]
+outcome("5a", lambda: (ch05.check_matmul(sol["matmul"]), ch05.check_matmul(sol["matmul"], sizes=small)))
+outcome("5b", lambda: (ch05.check_fused(sol["matmul_bias_act"]), ch05.check_fused(sol["matmul_bias_act"], sizes=small)))
+outcome("splitk", lambda: ch05.check_splitk(sol["matmul_splitk"]))
+outcome("5a-speed", lambda: ch05.check_matmul_speed(sol["matmul"]))
+naive = launchers("ch05", "naive_5a", ["matmul-solution"])
+outcome("naive", lambda: ch05.check_matmul(naive["matmul"], sizes=small))
+unfused = launchers("ch05", "unfused_5b", ["matmul-solution", "fused-solution"])
+outcome("unfused", lambda: ch05.check_fused(unfused["matmul_bias_act"]))
+wrong = launchers("ch05", "wrong", ["matmul-solution", "fused-solution"])
+outcome("wrong-5a", lambda: ch05.check_matmul(wrong["matmul"]))
+outcome("wrong-5b", lambda: ch05.check_fused(wrong["matmul_bias_act"]))
+
+# The released stubs: both solution regions stubbed, and only the kernel's (launcher written).
+source = _solution_sources("05_triton_matmul")["matmul-solution"]
+stub = stubbed(source)
+ns = dict(launchers("ch05", "stub", []))
+run_cell(stub, ns, "/tmp/kernel-ladder/ch05/stub.py")
+outcome("stub", lambda: ch05.check_matmul(ns["matmul"]))
+outcome("stub-speed", lambda: ch05.check_matmul_speed(ns["matmul"]))
+kernel_only = stubbed(source, regions=1)
+run_cell(kernel_only, ns, "/tmp/kernel-ladder/ch05/kernel_stub.py")
+outcome("kernel-stub", lambda: ch05.check_matmul(ns["matmul"]))
+print("RESULTS " + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def interpreted():
+    env = dict(os.environ, TRITON_INTERPRET="1", LADDER_FORCE_NO_GPU="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    proc = subprocess.run([sys.executable, "-c", INTERPRETER_SCRIPT], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=600)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULTS ")), None)
+    assert line, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(line[len("RESULTS "):])
+
+
+@pytest.mark.parametrize("case", ["5a", "5b", "splitk", "naive", "unfused"])
+def test_correct_kernels_pass_in_the_interpreter(interpreted, case):
+    assert interpreted[case] == "pass", interpreted[case]
+
+
+def test_speed_without_a_gpu_says_so(interpreted):
+    assert interpreted["5a-speed"].startswith("NoGPUError: no GPU: speed not measured for exercise 5a")
+
+
+@pytest.mark.parametrize("case", ["wrong-5a", "wrong-5b"])
+def test_wrong_kernels_fail_with_the_first_wrong_element(interpreted, case):
+    assert interpreted[case].startswith("CheckFailed") and "First wrong element at index" in interpreted[case]
+
+
+@pytest.mark.parametrize("case, what", [("stub", "write the launcher"), ("stub-speed", "write the launcher"),
+                                        ("kernel-stub", "write the body of your `@triton.jit` kernel")])
+def test_stubs_are_not_written_yet_in_the_interpreter(interpreted, case, what):
+    assert interpreted[case].startswith("NotImplementedYet: exercise 5a") and what in interpreted[case]
+
+
+# ------------------------------------------------------------------ notebooks through ladder check
+
+def _check(nb, timeout=900):
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", str(nb)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    report = json.loads(proc.stdout)
+    (notebook,) = report["notebooks"]
+    return proc.returncode, notebook, {c["grade_id"]: c for c in notebook["cells"]}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
+def test_solution_on_cpu_passes_correctness_in_the_interpreter_and_reports_no_gpu_for_speed():
+    code, nb, cells = _check(NOTEBOOK)
+    assert code == 1 and nb["error"] is None
+    for gid, c in cells.items():
+        if gid in SPEED_CELLS:
+            assert c["outcome"] == "fail" and c["error"]["ename"] == "NoGPUError", c
+            assert "no GPU: speed not measured" in c["error"]["evalue"]
+        else:
+            assert c["outcome"] == "pass", c
+    assert nb["score"] == 10 and nb["max_score"] == 14
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
+def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented():
+    code, nb, cells = _check(RELEASED)
+    assert code == 1 and nb["score"] == 0 and len(cells) == 8
+    for c in cells.values():
+        assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
+        assert "not written yet" in c["error"]["evalue"]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_solution_passes_every_graded_cell():
+    code, nb, cells = _check(NOTEBOOK, timeout=1800)
+    assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
+    assert nb["score"] == 14
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_released_notebook_fails_every_graded_cell_with_not_implemented():
+    _, nb, cells = _check(RELEASED)
+    for c in cells.values():
+        assert c["error"] and c["error"]["ename"] == "NotImplementedYet", c
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("student, exercise, other_speed", [("naive_5a", "matmul", "fused-speed"),
+                                                            ("unfused_5b", "fused", "matmul-speed")])
+def test_gpu_previous_rung_is_correct_but_below_the_bar(tmp_path, student, exercise, other_speed):
+    _, _, cells = _check(build("ch05", "05_triton_matmul", student, tmp_path / f"{student}.ipynb"), timeout=1800)
+    assert cells[f"{exercise}-visible"]["passed"] and cells[f"{exercise}-hidden"]["passed"]
+    speed = cells[f"{exercise}-speed"]
+    assert not speed["passed"] and "below the bar" in speed["error"]["evalue"], speed
+    assert cells[other_speed]["passed"], cells[other_speed]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_wrong_student_fails_every_correctness_cell(tmp_path):
+    _, nb, cells = _check(build("ch05", "05_triton_matmul", "wrong", tmp_path / "wrong.ipynb"), timeout=1800)
+    failed = {gid for gid, c in cells.items() if not c["passed"]}
+    # 5a's kernel drops only a partial last K chunk, and 4096 has none: its speed cell passes.
+    assert failed == set(cells) - {"matmul-speed"}, {k: v["outcome"] for k, v in cells.items()}
+
+
+@pytest.mark.gpu
+def test_gpu_stub_kernel_with_a_written_launcher_is_not_written_yet():
+    from submissions.build import _solution_sources
+    from submissions.ch05 import launchers, run_cell, stubbed
+
+    kernel_only = stubbed(_solution_sources("05_triton_matmul")["matmul-solution"], regions=1)
+    ns = dict(launchers("ch05", "stub", []))
+    run_cell(kernel_only, ns, "/tmp/kernel-ladder/ch05/gpu_kernel_stub.py")
+    with pytest.raises(NotImplementedYet, match="write the body of your `@triton.jit` kernel"):
+        ch05.check_matmul(ns["matmul"], sizes=[(64, 64, 64)], trials=1)
