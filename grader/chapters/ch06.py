@@ -1,0 +1,625 @@
+"""Chapter 6: FlashAttention in Triton.
+
+Exercises
+- 6.0       napkin math: bytes of the N x N score matrix, and the FLOPs of attention (CPU-checkable)
+- 6.1       `tiled_attention(q, k, v, block_n)`: the online softmax in plain PyTorch, one key/value tile
+            at a time, for one head (CPU-checkable)
+- 6         `attention(q, k, v, out, causal)`: the FlashAttention forward pass in Triton, fp16,
+            q, k, v, out of shape (B, H, N, D), D = 64 or 128, any N. Graded on correctness (causal
+            and not), on speed against naive torch attention (bars.toml "6"; torch SDPA reported), and
+            on extra memory that grows like N, not N^2
+- 6-causal  the same launcher with causal=True must run faster than with causal=False: a kernel that
+            skips the key tiles above the diagonal does about half the work (bars.toml "6-causal")
+- stretches speed against torch SDPA ("6-stretch", reported only), and the backward pass, checked
+            against autograd of naive attention in float64 (correctness only)
+
+The grader calls launchers as `fn(*inputs, out)`, so each exercise binds `causal` to the learner's
+`attention` with a small wrapper (`bind`). Every tensor the grader passes is contiguous. Without a
+GPU, Triton kernels run on CPU tensors through Triton's interpreter (`start()` sets
+TRITON_INTERPRET=1), so correctness is checked on small sizes; speed and memory need a GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import torch
+
+from .. import correctness, plots
+from ..answers import call_learner, require_close
+from ..device import free_gpu_bytes, gpu_or_reason
+from ..errors import CheckFailed, LadderError, NoGPUError, NotImplementedYet
+from ..exercise import (Exercise, SpeedResult, check_correctness, check_speed, launch, _learner_frames)
+from ..quiet import captured_stderr
+from ..timing import bench
+
+SPEED_SIZE = (4, 16, 4096, 64)        # (B, H, N, D): the issue's timing size
+MEMORY_SIZES = ((1, 8, 2048, 64), (1, 8, 8192, 64))
+MEMORY_SLACK = 32 << 20               # bytes: allocator rounding and small buffers that do not grow with N
+NAIVE_BYTES_PER_SCORE = 10            # fp16 S (2) + its fp32 copy (4) + fp32 P (4), alive together
+CPU_MAX_N = 256                       # largest N the Triton interpreter checks in a reasonable time
+
+# (rtol, atol) against the float64 reference. A correct fp16 kernel (fp32 scores, P rounded to fp16
+# for the P @ V product, fp32 accumulator, fp16 output) stays below a third of this at every size
+# up to N = 16384: its error is mostly the final rounding to fp16 (half an ulp, 2.4e-4 relative).
+# Rounding P to bf16 instead misses it (errors reach 1.5-2x of it on peaked rows), and so does
+# accumulating the output in fp16 from N ~ 1000 on. Scores rounded to fp16, or a softmax without
+# the running max, miss it by orders of magnitude on these inputs (see `make_inputs`).
+TOLERANCE = (1.5e-3, 1.5e-3)
+TILED_TOLERANCE = (2e-4, 2e-4)        # 6.1 runs in float32: a correct version stays below a fifth of it
+
+
+# ---------------------------------------------------------------------------------- torch versions
+
+def naive_attention(q, k, v, out, causal=False):
+    """Attention as written on paper; every N x N intermediate is a tensor in GPU memory."""
+    n, d = q.shape[-2], q.shape[-1]
+    s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))   # scores S: (B, H, N, N) fp16
+    if causal:
+        above_diagonal = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+        s = s.masked_fill(above_diagonal, float("-inf"))
+    p = torch.softmax(s.float(), dim=-1)                     # softmax in fp32: P is (B, H, N, N) fp32
+    out.copy_(p.to(q.dtype) @ v)
+
+
+def sdpa(causal: bool) -> Callable:
+    """torch's fused attention (FlashAttention or memory-efficient kernels inside), as an `others` entry."""
+    from torch.nn.functional import scaled_dot_product_attention
+
+    return lambda q, k, v: scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
+def attention_reference(q, k, v, causal=False, chunk_bytes=64 << 20):
+    """Exact attention in the inputs' precision (float64 here), a block of query rows at a time so that
+    the scores of one block stay near chunk_bytes: at N = 16384 the whole score matrix would not fit."""
+    b, h, n, d = q.shape
+    out = torch.empty_like(q)
+    rows = max(1, chunk_bytes // (q.element_size() * b * h * n))
+    keys = torch.arange(n, device=q.device)
+    for i0 in range(0, n, rows):
+        i1 = min(n, i0 + rows)
+        s = (q[:, :, i0:i1] @ k.transpose(-2, -1)) / math.sqrt(d)
+        if causal:
+            s.masked_fill_(keys[None, :] > torch.arange(i0, i1, device=q.device)[:, None], float("-inf"))
+        out[:, :, i0:i1] = torch.softmax(s, dim=-1) @ v
+    return out
+
+
+# ------------------------------------------------------------------------------------- inputs
+
+def make_inputs(size, gen: torch.Generator, device: str, dtype=torch.float16):
+    """q, k, v of shape (B, H, N, D): random, with every query row's scores shifted by its own constant.
+
+    q = z + a_i (a_i uniform in [-5, 5], one per row) and k = z + 3: then q_i . k_j / sqrt(D) carries
+    a term 3 a_i sqrt(D), the same for every key of row i, up to +-120 at D = 64. Softmax ignores a
+    constant added to a row, so the answer is ordinary attention; but exp() of such scores overflows
+    or underflows fp32, so a softmax that does not subtract the row's running max returns NaN. The
+    same term also spreads the rows from flat to peaked, which exposes precision problems.
+    """
+    b, h, n, d = size
+    shape = (b, h, n, d)
+    z = lambda: torch.randn(shape, generator=gen, device=device, dtype=torch.float32)  # noqa: E731
+    row_shift = 10 * torch.rand((b, h, n, 1), generator=gen, device=device, dtype=torch.float32) - 5
+    q = z() + row_shift
+    k = z() + 3.0
+    v = z()
+    return tuple(t.to(dtype) for t in (q, k, v))
+
+
+def _empty(size, device: str) -> torch.Tensor:
+    return torch.empty(size, device=device, dtype=torch.float16)
+
+
+def describe(size) -> str:
+    b, h, n, d = size
+    return f"B={b} H={h} N={n:,} D={d}"
+
+
+def attention_flops(size, causal: bool = False) -> int:
+    """Two matmuls (Q K^T and P V), 2 FLOPs per multiply-add; causal counts the unmasked scores only."""
+    b, h, n, d = size
+    scores = n * (n + 1) // 2 if causal else n * n
+    return 4 * b * h * scores * d
+
+
+def _speed_size():
+    """SPEED_SIZE, with B halved until naive attention (10 bytes a score) fits in 80% of free memory."""
+    b, h, n, d = SPEED_SIZE
+    free = free_gpu_bytes()
+    while b > 1 and (NAIVE_BYTES_PER_SCORE + 2) * b * h * n * n > 0.8 * free:
+        b //= 2
+    return (b, h, n, d)
+
+
+def _exercise(causal: bool) -> Exercise:
+    variant = "causal" if causal else "non-causal"
+    return Exercise(
+        key="6-causal" if causal else "6", title=f"attention forward, {variant}",
+        where="the code cell under 'Exercise 6'", signature="attention(q, k, v, out, causal)",
+        arg_names=("q", "k", "v"),
+        make_inputs=make_inputs, make_output=_empty,
+        reference=lambda q, k, v: attention_reference(q, k, v, causal),
+        baseline=lambda q, k, v, out: naive_attention(q, k, v, out, causal),
+        baseline_name="naive torch",
+        dtype=torch.float16,
+        bytes_moved=lambda s: 4 * s[0] * s[1] * s[2] * s[3] * 2,   # read q, k, v once, write out once
+        visible_sizes=((2, 3, 128, 64), (1, 2, 1000, 64), (1, 2, 1024, 128), (2, 2, 333, 128)),
+        speed_size=_speed_size, describe_size=describe,
+        ceiling="fp16_tflops", flops=lambda s: attention_flops(s, causal),
+        others={"torch SDPA": lambda: sdpa(causal)},
+        tolerance=lambda s: TOLERANCE,
+        cpu_sizes=((1, 2, 64, 64), (1, 2, 100, 64), (2, 1, 77, 128)),
+        speed_hint="one program per tile of BLOCK_M query rows and one (batch, head); loop over key/value "
+                   "tiles with tl.dot for Q K^T and for P V, keep the running max, sum and accumulator in "
+                   "registers, and never write scores to memory. BLOCK_M = 128, BLOCK_N = 64 is a good start.",
+    )
+
+
+ATTENTION = _exercise(causal=False)
+CAUSAL = _exercise(causal=True)
+EXERCISES = (ATTENTION, CAUSAL)
+BAR_KEYS = {"6": "6", "6-causal": "6-causal", "6-stretch": "6"}
+
+HIDDEN_SIZES = ((1, 1, 1, 64), (1, 1, 2, 128), (3, 5, 17, 64), (1, 2, 129, 128), (2, 2, 255, 64),
+                (1, 3, 1001, 64), (2, 1, 4097, 128), (1, 2, 16384, 64), (1, 1, 16384, 128))
+
+
+# ------------------------------------------------------------------ the learner's launcher, bound
+
+NOT_WRITTEN = ("exercise 6 (attention forward) is not written yet: write `attention(q, k, v, out, causal)` and "
+               "its Triton kernel in the code cell under 'Exercise 6', replacing `raise NotImplementedError()`")
+
+
+def _triton_trouble(exc: Exception) -> LadderError | None:
+    """Triton failures with a known cause, as messages that say what to do."""
+    if not type(exc).__module__.startswith("triton"):
+        return None
+    text = str(exc)
+    if "NotImplementedError" in text:
+        # The released stub inside a @triton.jit function: a compile error on a GPU, an
+        # InterpreterError on a CPU, never a plain NotImplementedError.
+        return NotImplementedYet(NOT_WRITTEN + ": your launcher runs, but a Triton kernel it launches still "
+                                 "holds the stub.")
+    if "outside of the scope of a kernel" in text and not gpu_or_reason()[0]:
+        return CheckFailed("Triton was imported before `start()` switched it to its interpreter, so its library "
+                           "functions (tl.max, tl.sum, ...) cannot run on the CPU. Restart the notebook's kernel "
+                           "and run the setup cell first.")
+    return None
+
+
+def bind(attention: Callable, causal: bool) -> Callable:
+    """`attention(q, k, v, out, causal)` as the harness's `fn(q, k, v, out)`."""
+    def launcher(q, k, v, out):
+        try:
+            attention(q, k, v, out, causal)
+        except LadderError:
+            raise
+        except NotImplementedError:
+            raise NotImplementedYet(NOT_WRITTEN + ".") from None
+        except Exception as exc:
+            known = _triton_trouble(exc)
+            if known is not None:
+                raise known from None
+            raise
+    launcher.__name__ = f"attention(causal={causal})"
+    return launcher
+
+
+def _cpu_filter(sizes):
+    """Without a GPU, keep the sizes the Triton interpreter runs quickly; say which were left out."""
+    if gpu_or_reason()[0]:
+        return list(sizes), []
+    kept = [s for s in sizes if s[2] <= CPU_MAX_N]
+    return kept, [s for s in sizes if s[2] > CPU_MAX_N]
+
+
+# ------------------------------------------------------------------ what the notebook calls
+
+def check_napkin(score_bytes, attention_flops_fn) -> None:
+    """Exercise 6.0: bytes of one score matrix, and the FLOPs of attention."""
+    names = "`score_bytes` and `attention_flops`"
+    for b, h, n, nbytes in ((1, 1, 1, 2), (4, 16, 4096, 2), (4, 16, 4096, 4), (2, 3, 1000, 8)):
+        require_close(call_learner(score_bytes, b, h, n, nbytes, exercise="6.0", names=names),
+                      b * h * n * n * nbytes,
+                      f"score_bytes({b}, {h}, {n}, {nbytes}) (hint: one score per (query, key) pair, for "
+                      "every batch and head)")
+    for b, h, n, d in ((1, 1, 1, 64), (4, 16, 4096, 64), (2, 3, 1000, 128)):
+        require_close(call_learner(attention_flops_fn, b, h, n, d, exercise="6.0", names=names),
+                      attention_flops((b, h, n, d)),
+                      f"attention_flops({b}, {h}, {n}, {d}) (hint: two matmuls, Q K^T and P V; a multiply-add "
+                      "is 2 FLOPs; softmax's few FLOPs per score are not counted)")
+    gib = score_bytes(*SPEED_SIZE[:3], 2) / 2**30
+    print(f"✓ 6.0 napkin math: right. At {describe(SPEED_SIZE)} one fp16 score matrix is {gib:.1f} GiB, "
+          f"and attention is {attention_flops(SPEED_SIZE) / 1e9:.0f} GFLOP")
+
+
+def _call(fn, *args, exercise: str, names: str):
+    """`answers.call_learner` for functions of tensors: the message quotes the learner's traceback lines
+    instead of the arguments (which would print whole tensors)."""
+    try:
+        return fn(*args)
+    except LadderError:
+        raise
+    except NotImplementedError:
+        raise NotImplementedYet(f"exercise {exercise} is not written yet: write {names} in the cell above "
+                                "this one, replacing `raise NotImplementedError()`.") from None
+    except Exception as exc:
+        where = _learner_frames(exc)
+        raise CheckFailed(f"{names} raised {type(exc).__name__}: {exc}"
+                          + (f"\nin your code:\n{where}" if where else "")) from None
+
+
+TILED_CASES = ((64, 16, 16), (100, 32, 32), (1, 8, 4), (257, 64, 64), (300, 16, 1000), (512, 64, 128))
+
+
+def check_tiled_attention(tiled_attention) -> None:
+    """Exercise 6.1: online-softmax attention in PyTorch for one head, one key/value tile at a time."""
+    with captured_stderr():
+        for n, d, block_n in TILED_CASES:
+            _one_tiled_case(tiled_attention, n, d, block_n)
+    print(f"✓ 6.1 tiled attention: matches float64 attention on {len(TILED_CASES)} shapes "
+          "(N not a multiple of block_n, block_n > N, N = 1, scores up to ±120 per row)")
+
+
+def _one_tiled_case(tiled_attention, n, d, block_n):
+    """One shape of exercise 6.1: fresh inputs, unchanged after the call, the result against float64."""
+    gen, _ = correctness.fresh_generator("cpu")
+    q, k, v = (t[0, 0] for t in make_inputs((1, 1, n, d), gen, "cpu", dtype=torch.float32))
+    pristine = correctness.snapshot((q, k, v))
+    what = f"6.1 tiled_attention with N={n}, D={d}, block_n={block_n}"
+    got = _call(tiled_attention, q, k, v, block_n, exercise="6.1", names="`tiled_attention`")
+    correctness.require_unchanged(pristine, (q, k, v), what, ("q", "k", "v"))
+    if not isinstance(got, torch.Tensor):
+        raise CheckFailed(f"{what}: should return a tensor of shape ({n}, {d}), got {type(got).__name__}")
+    if got.dtype != torch.float32:
+        raise CheckFailed(f"{what}: returned {got.dtype}, expected torch.float32 (keep the inputs' dtype)")
+    expected = attention_reference(*(t.double()[None, None] for t in pristine))[0, 0]
+    try:
+        correctness.compare(got, expected, rtol=TILED_TOLERANCE[0], atol=TILED_TOLERANCE[1], what=what)
+    except CheckFailed as exc:
+        if torch.isnan(got).any() or torch.isinf(got).any():
+            # The harness's guess about NaN (an output never written) does not apply to a return value.
+            text = "\n".join(line for line in exc.args[0].splitlines() if "never written" not in line)
+            exc.args = (text + "\nHint: these inputs have scores far above 88, where exp() overflows "
+                        "float32. Subtract the running max before exponentiating, and rescale what you have "
+                        "summed so far when the max grows.",)
+        raise
+
+
+def check_attention(attention, sizes=None, trials: int = 2) -> list:
+    """Correctness of `attention(q, k, v, out, causal)`, causal=False and causal=True, at each size.
+
+    sizes=None: the visible sizes on a GPU, small ones on a CPU. Without a GPU, sizes too large for
+    Triton's interpreter are left out (and named)."""
+    results, skipped = [], []
+    if sizes is not None:
+        sizes, skipped = _cpu_filter(sizes)
+    for ex in EXERCISES:
+        results.append(check_correctness(ex, bind(attention, ex is CAUSAL), sizes, trials))
+    if skipped:
+        largest = describe(max(skipped, key=lambda s: s[2]))
+        print(f"  (no GPU: {len(skipped)} larger sizes left out here, up to {largest}; they run on a GPU)")
+    return results
+
+
+def check_hidden(attention) -> list:
+    return check_attention(attention, HIDDEN_SIZES, trials=1)
+
+
+def _require_written(attention) -> None:
+    """Without a GPU the speed and memory cells cannot measure anything, but for the released stub they
+    should still say "not written yet" rather than "no GPU": run the launcher once on a tiny CPU input
+    (through Triton's interpreter) and let only that verdict through."""
+    if gpu_or_reason()[0]:
+        return
+    gen, _ = correctness.fresh_generator("cpu")
+    size = (1, 1, 1, 64)
+    with captured_stderr():
+        try:
+            launch(ATTENTION, bind(attention, False), make_inputs(size, gen, "cpu"), _empty(size, "cpu"), "cpu")
+        except NotImplementedYet:
+            raise
+        except LadderError:
+            pass
+
+
+def check_attention_speed(attention) -> SpeedResult:
+    """causal=False, D=64, against naive torch attention; torch SDPA reported."""
+    _require_written(attention)
+    return check_speed(ATTENTION, bind(attention, False), "6")
+
+
+def causal_exercise(attention) -> Exercise:
+    """The causal exercise timed against the learner's own kernel with causal=False: skipping the key
+    tiles above the diagonal should make causal about twice as fast. Naive torch and SDPA, both
+    causal, are reported beside it."""
+    def noncausal(q, k, v, out):
+        attention(q, k, v, out, False)
+
+    return dataclasses.replace(
+        CAUSAL, baseline=noncausal, baseline_name="yours, causal=False",
+        others={"naive torch": lambda: lambda q, k, v: naive_attention(q, k, v, torch.empty_like(q), True),
+                "torch SDPA": lambda: sdpa(True)},
+        speed_hint="skip the key tiles that lie entirely above the diagonal: for a query tile starting at "
+                   "row start_m, no key past start_m + BLOCK_M - 1 is visible, so end the loop there; mask "
+                   "only the tiles that cross the diagonal.")
+
+
+def check_causal_speed(attention) -> SpeedResult:
+    _require_written(attention)
+    return check_speed(causal_exercise(attention), bind(attention, True), "6-causal")
+
+
+# ------------------------------------------------------------------------------- memory
+
+def memory_budget(size) -> int:
+    """The extra bytes a launch may allocate: O(N), with room for honest buffers.
+
+    Twice the bytes of q, k, v and out (a contiguous copy of every operand, or an fp32 output
+    buffer), four fp32 numbers per query row (running max, running sum, log-sum-exp), and a constant
+    for the allocator's rounding. Scores that grow like N^2 exceed it: at B=1 H=8 D=64 the budget is
+    48 MiB at N=2048 and 97 MiB at N=8192, where the fp16 scores alone take 64 MiB and 1 GiB.
+    """
+    b, h, n, d = size
+    return 2 * (4 * b * h * n * d * 2) + 16 * b * h * n + MEMORY_SLACK
+
+
+def extra_memory(fn: Callable, inputs, out) -> int:
+    """Peak bytes allocated by one launch, above what was allocated before it (inputs and out included).
+
+    Measured with torch's caching-allocator statistics, so it sees every tensor a launcher creates."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    fn(*inputs, out)
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - before
+
+
+def _mib(nbytes: float) -> str:
+    return f"{nbytes / 2**20:,.1f} MiB"
+
+
+def check_attention_memory(attention, sizes=MEMORY_SIZES) -> dict:
+    """Extra memory of a correct launch, causal and not, at two N four times apart: within the O(N) budget."""
+    _require_written(attention)
+    ok, reason = gpu_or_reason()
+    if not ok:
+        raise NoGPUError(f"no GPU: memory not measured for exercise 6 (attention forward). {reason}; the memory "
+                         "cell scores 0 without a GPU. Correctness is still checked on the CPU.")
+    found = {}
+    lines = []
+    with captured_stderr() as err:
+        try:
+            for size in sizes:
+                for ex in EXERCISES:
+                    fn = bind(attention, ex is CAUSAL)
+                    found[(size, ex.key)] = used = _measured_launch(ex, fn, size)
+                    budget = memory_budget(size)
+                    scores = size[0] * size[1] * size[2] ** 2 * 2
+                    lines.append(f"  {describe(size)}, {ex.title.split(', ')[1]:<10}: extra {_mib(used):>11} "
+                                 f"(budget {_mib(budget)}; fp16 scores would take {_mib(scores)})")
+                    if used > budget:
+                        raise CheckFailed(
+                            f"6 memory: your launch allocated {_mib(used)} above its inputs and output at "
+                            f"{describe(size)} ({ex.title.split(', ')[1]}), more than the O(N) budget of "
+                            f"{_mib(budget)}.\n" + "\n".join(lines) + "\n"
+                            "Memory that grows like N^2 means scores (or probabilities) stored for every "
+                            f"(query, key) pair: {_mib(scores)} in fp16 here. Keep each score tile in registers: "
+                            "compute it, fold it into the running max, sum and accumulator, and drop it.")
+        except LadderError as exc:
+            text = err.summary()
+            if text:
+                exc.args = (f"{exc.args[0]}\n\nstderr during the check:\n{text}",)
+            raise
+    (s1, s2) = sizes[0], sizes[-1]
+    print(f"✓ 6 memory: extra memory stays within the O(N) budget (2x the bytes of q, k, v and out, "
+          f"4 fp32 per row, {_mib(MEMORY_SLACK)} slack)\n" + "\n".join(lines) +
+          f"\n  N grew {s2[2] // s1[2]}x: scores would grow {(s2[2] // s1[2]) ** 2}x.")
+    return found
+
+
+def _measured_launch(ex: Exercise, fn: Callable, size) -> int:
+    """One verified launch at `size` (compiling first), then one measured and verified again."""
+    check_correctness(ex, fn, [size], trials=1, device="cuda", verbose=False)
+    gen, _ = correctness.fresh_generator("cuda")
+    inputs = ex.make_inputs(size, gen, "cuda")
+    pristine = correctness.snapshot(inputs)
+    out = correctness.poison(ex.make_output(size, "cuda"))
+    what = f"{ex.key} {ex.title}, {describe(size)} (memory check)"
+    try:
+        used = extra_memory(lambda *a: launch(ex, fn, a[:-1], a[-1], "cuda"), inputs, out)
+    except CheckFailed as exc:
+        if "OutOfMemoryError" in str(exc):
+            raise CheckFailed(f"{what}: the GPU ran out of memory. A flash kernel needs almost none beyond its "
+                              "inputs and output; scores stored for every (query, key) pair need "
+                              f"{_mib(size[0] * size[1] * size[2] ** 2 * 2)} in fp16 here.\n{exc}") from None
+        raise
+    correctness.require_unchanged(pristine, inputs, what, ex.arg_names)
+    expected = ex.reference(*[t.to(torch.float64) for t in pristine])
+    correctness.compare(out, expected, rtol=TOLERANCE[0], atol=TOLERANCE[1], what=what)
+    return used
+
+
+def measure_naive(size=SPEED_SIZE, causal: bool = False) -> dict | None:
+    """Peak extra memory and time of `naive_attention` at `size`, printed against the fp16 ceiling."""
+    ok, reason = gpu_or_reason()
+    if not ok:
+        print(f"{reason}: nothing to measure here. On an H200 naive attention at {describe(SPEED_SIZE)} took "
+              "10 GiB beyond its inputs and output.")
+        return None
+    from ..device import ceilings
+
+    size = size if (NAIVE_BYTES_PER_SCORE + 2) * size[0] * size[1] * size[2] ** 2 < 0.8 * free_gpu_bytes() \
+        else _speed_size()
+    gen = torch.Generator(device="cuda").manual_seed(torch.seed())
+    with captured_stderr():
+        q, k, v = make_inputs(size, gen, "cuda")
+        out = _empty(size, "cuda")
+        extra = extra_memory(lambda q, k, v, out: naive_attention(q, k, v, out, causal), (q, k, v), out)
+        ms = bench(lambda: naive_attention(q, k, v, out, causal))
+        ceil = ceilings()
+    b, h, n, d = size
+    score = b * h * n * n * 2
+    tflops = attention_flops(size, causal) / (ms * 1e-3) / 1e12
+    print(f"naive attention{' (causal)' if causal else ''} at {describe(size)}:\n"
+          f"  extra memory {extra / 2**30:6.2f} GiB = {extra / score:.1f} x the fp16 score matrix "
+          f"({score / 2**30:.2f} GiB)\n"
+          f"  time         {ms:8.3f} ms = {tflops:.1f} TFLOP/s, {100 * tflops / ceil.fp16_tflops:.0f}% of this GPU's "
+          f"fp16 matmul ceiling ({ceil.fp16_tflops:.0f} TFLOP/s)")
+    del q, k, v, out
+    torch.cuda.empty_cache()
+    return {"size": size, "extra_bytes": extra, "ms": ms, "tflops": tflops}
+
+
+# -------------------------------------------------------------------------------- stretch goals
+
+# The stretch goal's exercise: causal=False against torch SDPA. SDPA returns a new tensor; the harness
+# ignores what a baseline returns, so nothing is copied into `out`.
+VS_SDPA = dataclasses.replace(
+    ATTENTION, baseline=lambda q, k, v, out: sdpa(False)(q, k, v), baseline_name="torch SDPA",
+    others={"naive torch": lambda: lambda q, k, v: naive_attention(q, k, v, torch.empty_like(q))})
+
+
+def check_attention_stretch(attention) -> SpeedResult | None:
+    """Stretch: your kernel against torch SDPA, bar 6-stretch, reported only. Never stops Run All."""
+    try:
+        _require_written(attention)
+        return check_speed(VS_SDPA, bind(attention, False), "6-stretch")
+    except NotImplementedError:
+        print("Stretch goal not attempted yet: write `attention` first (exercise 6).")
+    except NoGPUError as exc:
+        print(f"Stretch goal not measured: {exc}")
+    return None
+
+
+BACKWARD_SIZES = ((1, 2, 128, 64), (2, 2, 1000, 64), (1, 1, 1024, 128), (1, 3, 77, 128))
+BACKWARD_CPU_SIZES = ((1, 2, 64, 64), (1, 1, 100, 64), (1, 1, 33, 128))
+BACKWARD_TOLERANCE = 1e-2   # of the largest |gradient|: fp16 operands, fp32 sums over up to N terms
+
+
+def backward_reference(q, k, v, dout, causal):
+    """dq, dk, dv of naive attention by torch autograd, in float64."""
+    q, k, v = (t.detach().double().requires_grad_() for t in (q, k, v))
+    n, d = q.shape[-2], q.shape[-1]
+    s = (q @ k.transpose(-2, -1)) / math.sqrt(d)
+    if causal:
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    o = torch.softmax(s, dim=-1) @ v
+    return torch.autograd.grad(o, (q, k, v), dout.double())
+
+
+def check_attention_backward(attention_backward, sizes=None) -> bool | None:
+    """Stretch: `attention_backward(q, k, v, out, dout, dq, dk, dv, causal)` against autograd, in float64.
+
+    Correctness only, never graded; not attempted yet is not an error."""
+    dev = "cuda" if gpu_or_reason()[0] else "cpu"
+    sizes = sizes or (BACKWARD_SIZES if dev == "cuda" else BACKWARD_CPU_SIZES)
+    checked = 0
+    try:
+        with captured_stderr():
+            for size in sizes:
+                for causal in (False, True):
+                    _one_backward(attention_backward, size, causal, dev)
+                    checked += 1
+    except NotImplementedError:
+        print("Stretch goal not attempted yet: write `attention_backward` and its kernels above to try it.")
+        return None
+    print(f"✓ backward pass: dq, dk and dv match autograd of naive attention (float64) on {checked} cases, "
+          f"causal and not ({', '.join(describe(s) for s in sizes)}; on {'the GPU' if dev == 'cuda' else 'the CPU'})")
+    return True
+
+
+def _one_backward(attention_backward, size, causal, dev):
+    gen, _ = correctness.fresh_generator(dev)
+    q, k, v = make_inputs(size, gen, dev)
+    dout = torch.randn(size, generator=gen, device=dev, dtype=torch.float32).to(torch.float16)
+    out = attention_reference(q.double(), k.double(), v.double(), causal).to(torch.float16)
+    inputs = (q, k, v, out, dout)
+    pristine = correctness.snapshot(inputs)
+    grads = [correctness.poison(torch.empty_like(q)) for _ in range(3)]
+    what = f"backward, {describe(size)}, causal={causal}"
+    try:
+        attention_backward(*inputs, *grads, causal)
+    except NotImplementedError:
+        raise
+    except LadderError:
+        raise
+    except Exception as exc:
+        known = _triton_trouble(exc)
+        if isinstance(known, NotImplementedYet):
+            raise NotImplementedError from None
+        if known is not None:
+            raise known from None
+        where = _learner_frames(exc)
+        raise CheckFailed(f"{what}: attention_backward raised {type(exc).__name__}: {exc}"
+                          + (f"\nin your code:\n{where}" if where else "")) from None
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    correctness.require_unchanged(pristine, inputs, what, ("q", "k", "v", "out", "dout"))
+    for name, got, want in zip(("dq", "dk", "dv"), grads, backward_reference(q, k, v, dout, causal)):
+        atol = BACKWARD_TOLERANCE * float(want.abs().max())
+        correctness.compare(got, want, rtol=BACKWARD_TOLERANCE, atol=atol, what=f"{what}, {name}")
+
+
+# -------------------------------------------------------------------------------- plots
+
+def plot_results(*results: SpeedResult | None):
+    """Bar chart: TFLOP/s of your kernel beside naive torch and SDPA, under the fp16 matmul ceiling."""
+    gpu = next((r.gpu for r in results if r is not None), "")
+    return plots.plot_results(*results, title=f"Chapter 6 on {gpu}")
+
+
+def plot_scaling(attention, sizes=(512, 1024, 2048, 4096, 8192, 16384), batch_heads=(1, 16), d=64,
+                 causal=False):
+    """Time and extra memory against N: naive torch, yours and torch SDPA."""
+    import matplotlib.pyplot as plt
+    from tqdm.auto import tqdm
+
+    ok, reason = gpu_or_reason()
+    if not ok:
+        print(f"{reason}: nothing to measure here.")
+        return None
+    contenders = {"naive torch": lambda q, k, v, out: naive_attention(q, k, v, out, causal),
+                  "yours": bind(attention, causal),
+                  "torch SDPA": lambda q, k, v, out: sdpa(causal)(q, k, v)}
+    times = {name: [] for name in contenders}
+    memory = {name: [] for name in contenders}
+    b, h = batch_heads
+    gen = torch.Generator(device="cuda").manual_seed(torch.seed())
+    with captured_stderr():
+        for n in tqdm(sizes, desc="N"):
+            size = (b, h, n, d)
+            q, k, v = make_inputs(size, gen, "cuda")
+            out = _empty(size, "cuda")
+            for name, f in contenders.items():
+                if name == "naive torch" and (NAIVE_BYTES_PER_SCORE + 2) * b * h * n * n > 0.7 * free_gpu_bytes():
+                    times[name].append(float("nan"))
+                    memory[name].append(float("nan"))
+                    continue
+                memory[name].append(extra_memory(f, (q, k, v), out) / 2**20)
+                times[name].append(bench(lambda: f(q, k, v, out)))
+            del q, k, v, out
+            torch.cuda.empty_cache()
+    fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(11, 4))
+    floor = 0.01  # MiB: a log axis has no 0, so launches that allocate nothing are drawn here
+    for name in contenders:
+        ax_t.plot(sizes, times[name], marker="o", label=name)
+        nothing = all(m == 0 for m in memory[name])
+        ax_m.plot(sizes, [max(m, floor) for m in memory[name]], marker="o",
+                  label=f"{name} (0 bytes: drawn at the bottom)" if nothing else name)
+    ax_m.plot(sizes, [b * h * n * n * 2 / 2**20 for n in sizes], linestyle="--", color="gray",
+              label="one fp16 score matrix")
+    for ax in (ax_t, ax_m):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(f"N (B={b}, H={h}, D={d}, causal={causal})")
+        ax.legend(fontsize=8)
+    ax_t.set_ylabel("time (ms)")
+    ax_m.set_ylabel("extra memory above inputs and output (MiB)")
+    ax_t.set_title("time: all grow like N² (so do the FLOPs)")
+    ax_m.set_title("memory: only naive grows like N²")
+    fig.tight_layout()
+    return fig

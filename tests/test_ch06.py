@@ -1,0 +1,460 @@
+"""Chapter 6 (FlashAttention in Triton): the grader's logic on the CPU, the solution's kernels under
+Triton's interpreter and compiled for sm_80 and sm_90 without a GPU, `ladder check` of the solution
+and of the release on a CPU, and the verdicts on a GPU (skipped without one)."""
+
+import ast
+import inspect
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from conftest import HAS_GPU, ROOT
+from grader import correctness
+from grader.chapters import ch06
+from grader.errors import CheckFailed, NoGPUError, NotImplementedYet
+from submissions.build import build
+
+SOLUTION = ROOT / "solutions/06_flash_attention/06_flash_attention.ipynb"
+RELEASE = ROOT / "course/06_flash_attention/06_flash_attention.ipynb"
+
+
+def _cells(path=SOLUTION) -> dict:
+    return {c["id"]: "".join(c["source"]) for c in json.loads(path.read_text())["cells"]}
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """Behave as on a machine without a GPU, also where there is one."""
+    import grader.exercise as exercise
+
+    reason = lambda: (False, "no GPU found (test)")  # noqa: E731
+    monkeypatch.setattr(exercise, "gpu_or_reason", reason)
+    monkeypatch.setattr(ch06, "gpu_or_reason", reason)
+
+
+def torch_attention(q, k, v, out, causal):
+    """A correct launcher without Triton: exercises the checks, not a kernel."""
+    out.copy_(ch06.attention_reference(q.double(), k.double(), v.double(), causal))
+
+
+def stub(*args):
+    raise NotImplementedError()
+
+
+# ------------------------------------------------------------------------------ the numbers
+
+def test_flop_counts():
+    assert ch06.attention_flops((1, 1, 4, 2)) == 4 * 16 * 2
+    assert ch06.attention_flops((1, 1, 4, 2), causal=True) == 4 * 10 * 2
+    assert ch06.attention_flops(ch06.SPEED_SIZE) == 4 * 4 * 16 * 4096**2 * 64
+
+
+def test_napkin_check_accepts_right_and_names_the_wrong_call(capsys):
+    right_bytes = lambda b, h, n, e: b * h * n * n * e  # noqa: E731
+    right_flops = lambda b, h, n, d: 4 * b * h * n * n * d  # noqa: E731
+    ch06.check_napkin(right_bytes, right_flops)
+    assert "✓ 6.0" in capsys.readouterr().out
+    with pytest.raises(CheckFailed, match=r"attention_flops\(1, 1, 1, 64\).*two matmuls.*expected 256"):
+        ch06.check_napkin(right_bytes, lambda b, h, n, d: 2 * b * h * n * n * d)
+    with pytest.raises(CheckFailed, match=r"score_bytes\(4, 16, 4096, 2\).*every batch and head"):
+        ch06.check_napkin(lambda b, h, n, e: h * n * n * e, right_flops)
+    with pytest.raises(NotImplementedYet, match="6.0 is not written yet"):
+        ch06.check_napkin(stub, right_flops)
+
+
+def test_memory_budget_grows_like_n_and_excludes_scores():
+    for size in ch06.MEMORY_SIZES:
+        b, h, n, d = size
+        operands = 4 * b * h * n * d * 2
+        assert 2 * operands <= ch06.memory_budget(size) < b * h * n * n * 2, size
+    small, large = ch06.MEMORY_SIZES[0], ch06.MEMORY_SIZES[-1]
+    assert large[2] == 4 * small[2]
+    grow = (ch06.memory_budget(large) - ch06.MEMORY_SLACK) / (ch06.memory_budget(small) - ch06.MEMORY_SLACK)
+    assert grow == pytest.approx(4.0)
+
+
+# ---------------------------------------------------------------- reference, inputs, tolerance
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_reference_in_row_chunks_is_exact_attention(causal):
+    gen = torch.Generator().manual_seed(1)
+    q, k, v = (t.double() for t in ch06.make_inputs((2, 3, 37, 16), gen, "cpu"))
+    s = q @ k.transpose(-2, -1) / math.sqrt(16)
+    if causal:
+        s = s.masked_fill(torch.ones(37, 37, dtype=torch.bool).triu(1), float("-inf"))
+    full = torch.softmax(s, dim=-1) @ v
+    chunked = ch06.attention_reference(q, k, v, causal, chunk_bytes=8 * 2 * 3 * 37 * 5)  # 5 rows a chunk
+    torch.testing.assert_close(chunked, full, rtol=1e-12, atol=1e-12)
+
+
+def test_inputs_push_scores_past_where_exp_overflows():
+    gen = torch.Generator().manual_seed(2)
+    q, k, _ = (t.double() for t in ch06.make_inputs((1, 1, 256, 64), gen, "cpu"))
+    scores = (q @ k.transpose(-2, -1)) / 8
+    assert scores.abs().max() > 100, "a softmax without the running max must overflow on these inputs"
+    spread = scores.amax(-1) - scores.amin(-1)
+    assert spread.min() < 20 < spread.max(), "rows range from flat to peaked"
+
+
+def _emulated_flash(q, k, v, p_dtype, block=64):
+    """The solution's arithmetic in torch: fp32 scores, P rounded to p_dtype, fp32 accumulator."""
+    b, h, n, d = q.shape
+    m = torch.full((b, h, n), float("-inf"))
+    l = torch.zeros(b, h, n)
+    acc = torch.zeros(b, h, n, d)
+    for j in range(0, n, block):
+        s = q.float() @ k[..., j:j + block, :].float().transpose(-2, -1) / math.sqrt(d)
+        m_new = torch.maximum(m, s.amax(-1))
+        p = torch.exp(s - m_new[..., None])
+        l = l * torch.exp(m - m_new) + p.sum(-1)
+        acc = acc * torch.exp(m - m_new)[..., None] + p.to(p_dtype).float() @ v[..., j:j + block, :].float()
+        m = m_new
+    return (acc / l[..., None]).half()
+
+
+def test_tolerance_passes_fp16_arithmetic_and_fails_bf16_weights():
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = ch06.make_inputs((1, 2, 1024, 64), gen, "cpu")
+    expected = ch06.attention_reference(q.double(), k.double(), v.double())
+    rtol, atol = ch06.TOLERANCE
+    correctness.compare(_emulated_flash(q, k, v, torch.float16), expected, rtol=rtol, atol=atol, what="fp16")
+    with pytest.raises(CheckFailed, match="wrong result"):
+        correctness.compare(_emulated_flash(q, k, v, torch.bfloat16), expected, rtol=rtol, atol=atol, what="bf16")
+
+
+# --------------------------------------------------------------------- 6.1, tiled attention
+
+def _tiled(q, k, v, block_n):
+    n, d = q.shape
+    m = torch.full((n,), float("-inf"))
+    l = torch.zeros(n)
+    acc = torch.zeros(n, d)
+    for j in range(0, n, block_n):
+        s = q @ k[j:j + block_n].T / math.sqrt(d)
+        m_new = torch.maximum(m, s.amax(1))
+        p = torch.exp(s - m_new[:, None])
+        l = torch.exp(m - m_new) * l + p.sum(1)
+        acc = torch.exp(m - m_new)[:, None] * acc + p @ v[j:j + block_n]
+        m = m_new
+    return acc / l[:, None]
+
+
+def test_tiled_attention_check(capsys):
+    ch06.check_tiled_attention(_tiled)
+    assert "✓ 6.1" in capsys.readouterr().out
+
+    def no_max(q, k, v, block_n):
+        p = torch.exp(q @ k.T / math.sqrt(q.shape[1]))
+        return (p @ v) / p.sum(1, keepdim=True)
+
+    with pytest.raises(CheckFailed, match="exp\\(\\) overflows") as info:
+        ch06.check_tiled_attention(no_max)
+    assert "never written" not in str(info.value)
+    with pytest.raises(CheckFailed, match="returned torch.float64"):
+        ch06.check_tiled_attention(lambda q, k, v, b: _tiled(q, k, v, b).double())
+    with pytest.raises(NotImplementedYet, match="6.1 is not written yet"):
+        ch06.check_tiled_attention(stub)
+    with pytest.raises(CheckFailed, match="ZeroDivisionError"):
+        ch06.check_tiled_attention(lambda q, k, v, b: 1 / 0)
+
+
+# ------------------------------------------------------- exercise 6 checks, with torch launchers
+
+def test_correctness_on_cpu_uses_small_sizes_and_leaves_out_large_ones(no_gpu, capsys):
+    ch06.check_attention(torch_attention, trials=1)
+    ch06.check_hidden(torch_attention)
+    out = capsys.readouterr().out
+    assert "N=64" in out and "N=16,384" in out and "larger sizes left out" in out
+    assert "N=4,097" not in out.split("left out")[0]
+
+
+def test_a_wrong_causal_mask_is_caught(no_gpu):
+    def off_by_one(q, k, v, out, causal):
+        n = q.shape[-2]
+        s = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if causal:
+            s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(2), float("-inf"))  # sees one key too many
+        out.copy_(torch.softmax(s, -1) @ v.double())
+
+    with pytest.raises(CheckFailed, match="6-causal attention forward, causal.*wrong result"):
+        ch06.check_attention(off_by_one, trials=1)
+
+
+def test_without_a_gpu_speed_and_memory_say_so_and_stubs_say_not_written(no_gpu, capsys):
+    with pytest.raises(NoGPUError, match="no GPU: memory not measured"):
+        ch06.check_attention_memory(torch_attention)
+    with pytest.raises(NoGPUError, match="no GPU: speed not measured for exercise 6 "):
+        ch06.check_attention_speed(torch_attention)
+    with pytest.raises(NoGPUError, match="no GPU: speed not measured for exercise 6-causal"):
+        ch06.check_causal_speed(torch_attention)
+    for check in (ch06.check_attention_memory, ch06.check_attention_speed, ch06.check_causal_speed,
+                  ch06.check_attention):
+        with pytest.raises(NotImplementedYet, match="its Triton kernel in the code cell under 'Exercise 6'"):
+            check(stub)
+    assert ch06.check_attention_stretch(torch_attention) is None
+    assert ch06.check_attention_stretch(stub) is None
+    out = capsys.readouterr().out
+    assert "Stretch goal not measured: no GPU" in out and "Stretch goal not attempted yet" in out
+
+
+def test_triton_failures_with_a_known_cause_get_a_message(no_gpu):
+    class CompilationError(Exception):
+        pass
+
+    CompilationError.__module__ = "triton.compiler.errors"
+
+    def kernel_stub(*args):
+        raise CompilationError("at 3:4:\n    raise NotImplementedError()\nunsupported AST node type: Raise")
+
+    with pytest.raises(NotImplementedYet, match="still holds the stub"):
+        ch06.bind(kernel_stub, False)(None, None, None, None)
+
+    def imported_too_early(*args):
+        raise CompilationError("Cannot call @triton.jit'd outside of the scope of a kernel")
+
+    with pytest.raises(CheckFailed, match="Restart the notebook's kernel"):
+        ch06.bind(imported_too_early, False)(None, None, None, None)
+
+
+def test_backward_check_with_autograd_and_when_not_attempted(no_gpu, capsys):
+    def backward(q, k, v, out, dout, dq, dk, dv, causal):
+        for dst, grad in zip((dq, dk, dv), ch06.backward_reference(q, k, v, dout, causal)):
+            dst.copy_(grad)
+
+    assert ch06.check_attention_backward(backward) is True
+    assert ch06.check_attention_backward(stub) is None
+    out = capsys.readouterr().out
+    assert "✓ backward pass" in out and "not attempted yet" in out
+
+    def no_scale(q, k, v, out, dout, dq, dk, dv, causal):
+        backward(q, k, v, out, dout, dq, dk, dv, causal)
+        dq.mul_(math.sqrt(q.shape[-1]))
+
+    with pytest.raises(CheckFailed, match="dq: wrong result"):
+        ch06.check_attention_backward(no_scale)
+
+
+def test_notebook_naive_attention_is_the_graders():
+    tree = ast.parse(_cells()["naive"])
+    nb_fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "naive_attention")
+    grader_fn = ast.parse(textwrap.dedent(inspect.getsource(ch06.naive_attention))).body[0]
+    assert ast.dump(nb_fn) == ast.dump(grader_fn), "the notebook shows the function the speed test times"
+
+
+# --------------------------------------------------------- the kernels, on a CPU, in subprocesses
+# Triton decides between compiling and interpreting when it is imported, so each mode runs in a
+# fresh interpreter rather than in this test process.
+
+def _run(script: str, interpret: bool, timeout=300) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    env.pop("TRITON_INTERPRET", None)
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    env["LADDER_FORCE_NO_GPU"] = "1"
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+INTERPRETED = r"""
+import contextlib, io, json
+from grader.chapters import ch06
+from grader.errors import LadderError
+from submissions.build import launchers
+
+def outcome(check, *args):
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            check(*args)
+        return "pass"
+    except LadderError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+solution = launchers("ch06", "correct", ["attention-solution", "backward-solution"])
+found = {
+    "visible": outcome(ch06.check_attention, solution["attention"]),
+    "hidden": outcome(ch06.check_hidden, solution["attention"]),
+    "backward": outcome(ch06.check_attention_backward, solution["attention_backward"]),
+    "speed": outcome(ch06.check_attention_speed, solution["attention"]),
+    "memory": outcome(ch06.check_attention_memory, solution["attention"]),
+}
+for name in ("naive_triton", "no_skip", "wrong"):
+    fn = launchers("ch06", name, ["attention-solution"])["attention"]
+    found[name] = outcome(ch06.check_attention, fn, [(1, 2, 100, 64)], 1)
+
+stub_kernel = '''
+import triton
+import triton.language as tl
+
+@triton.jit
+def kernel(X):
+    # YOUR CODE HERE
+    raise NotImplementedError()
+
+def attention(q, k, v, out, causal):
+    kernel[(1,)](q)
+'''
+ns = {"__name__": "stub_kernel"}
+exec(stub_kernel, ns)
+found["kernel_stub"] = outcome(ch06.check_attention, ns["attention"])
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.slow
+def test_solution_and_students_under_the_triton_interpreter():
+    found = _run(INTERPRETED, interpret=True)
+    for cell in ("visible", "hidden", "backward"):
+        assert found[cell] == "pass", found[cell]
+    assert found["speed"].startswith("NoGPUError: no GPU: speed not measured"), found["speed"]
+    assert found["memory"].startswith("NoGPUError: no GPU: memory not measured"), found["memory"]
+    assert found["naive_triton"] == "pass" and found["no_skip"] == "pass", found
+    assert found["wrong"].startswith("CheckFailed") and "wrong result" in found["wrong"], found["wrong"]
+    assert found["kernel_stub"].startswith("NotImplementedYet") and "still holds the stub" in found["kernel_stub"]
+
+
+EARLY_IMPORT = r"""
+import json, os
+import triton.language  # before TRITON_INTERPRET is set, as a notebook that imports Triton first
+from grader.chapters import ch06
+from grader.errors import LadderError
+from submissions.build import launchers
+
+os.environ["TRITON_INTERPRET"] = "1"
+attention = launchers("ch06", "correct", ["attention-solution"])["attention"]
+try:
+    ch06.check_attention(attention)
+    print(json.dumps({"result": "pass"}))
+except LadderError as exc:
+    print(json.dumps({"result": f"{type(exc).__name__}: {exc}"}))
+"""
+
+
+@pytest.mark.slow
+def test_importing_triton_before_start_is_explained():
+    found = _run(EARLY_IMPORT, interpret=False)
+    assert "Restart the notebook's kernel and run the setup cell first" in found["result"], found
+
+
+COMPILED = r"""
+import json, time
+import triton
+from triton.backends.compiler import GPUTarget
+from submissions.build import launchers
+
+POINTERS = {"LSE": "*fp32", "DELTA": "*fp32"}
+SCALARS = {"N": "i32", "qk_scale": "fp32", "sm_scale": "fp32"}
+
+def compile_for(fn, constexprs, cc, **options):
+    signature = {a: "constexpr" if a in constexprs else SCALARS.get(a, POINTERS.get(a, "*fp16"))
+                 for a in fn.arg_names}
+    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    return triton.compile(src, target=GPUTarget("cuda", cc, 32), options=options)
+
+ns = launchers("ch06", "correct", ["attention-solution", "backward-solution"])
+start = time.perf_counter()
+built = []
+for cc in (80, 90):
+    for d, causal in ((64, True), (128, False)):
+        k = compile_for(ns["flash_attention_kernel"], dict(D=d, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal), cc,
+                        num_warps=8, num_stages=3)
+        built.append([f"forward sm_{cc} D={d} causal={causal}", k.metadata.shared])
+for name in ("attention_bwd_stats", "attention_bwd_dkdv", "attention_bwd_dq"):
+    k = compile_for(ns[name], dict(D=64, BLOCK_M=64, BLOCK_N=64, CAUSAL=True), 90, num_warps=4)
+    built.append([f"{name} sm_90", k.metadata.shared])
+print(json.dumps({"built": built, "seconds": time.perf_counter() - start}))
+"""
+
+
+@pytest.mark.slow
+def test_solution_kernels_compile_for_sm80_and_sm90_without_a_gpu():
+    found = _run(COMPILED, interpret=False)
+    assert len(found["built"]) == 7
+    for name, shared in found["built"]:
+        assert 0 < shared <= 100 * 1024, f"{name}: {shared} bytes of shared memory won't fit smaller GPUs"
+
+
+# ------------------------------------------------------------------- ladder check on a CPU
+
+def _check(nb):
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", str(nb)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=1200)
+    report = json.loads(proc.stdout)
+    return proc.returncode, report["notebooks"][0], {c["grade_id"]: c for c in report["notebooks"][0]["cells"]}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
+def test_solution_on_cpu_grades_correctness_and_says_no_gpu_for_speed_and_memory():
+    code, nb, cells = _check(SOLUTION)
+    assert code == 1 and nb["error"] is None
+    for gid in ("napkin-test", "tiled-test", "attention-visible", "attention-hidden"):
+        assert cells[gid]["outcome"] == "pass", cells[gid]
+    for gid in ("attention-speed", "causal-speed"):
+        assert cells[gid]["error"]["ename"] == "NoGPUError", cells[gid]
+        assert "no GPU: speed not measured" in cells[gid]["error"]["evalue"]
+    assert "no GPU: memory not measured" in cells["attention-memory"]["error"]["evalue"]
+    assert nb["score"] == 7 and nb["max_score"] == 13
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
+def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented():
+    code, nb, cells = _check(RELEASE)
+    assert code == 1 and nb["score"] == 0 and len(cells) == 7
+    for c in cells.values():
+        assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
+        assert "not written yet" in c["error"]["evalue"]
+
+
+# ------------------------------------------------------------------------------------ GPU
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_solution_passes_every_graded_cell():
+    code, nb, cells = _check(SOLUTION)
+    assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
+    assert nb["score"] == 13
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_released_notebook_fails_every_graded_cell_with_not_implemented():
+    code, nb, cells = _check(RELEASE)
+    assert code == 1
+    for c in cells.values():
+        assert c["error"] and c["error"]["ename"] == "NotImplementedYet", c
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_scores_stored_by_triton_fail_memory_and_speed(tmp_path):
+    _, _, cells = _check(build("ch06", "06_flash_attention", "naive_triton", tmp_path / "naive_triton.ipynb"))
+    assert cells["attention-visible"]["passed"] and cells["attention-hidden"]["passed"]
+    assert "O(N) budget" in cells["attention-memory"]["error"]["evalue"], cells["attention-memory"]
+    assert "below the bar" in cells["attention-speed"]["error"]["evalue"], cells["attention-speed"]
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_gpu_causal_without_skipping_fails_only_the_causal_speed_cell(tmp_path):
+    _, _, cells = _check(build("ch06", "06_flash_attention", "no_skip", tmp_path / "no_skip.ipynb"))
+    assert "below the bar" in cells["causal-speed"]["error"]["evalue"], cells["causal-speed"]
+    assert all(c["passed"] for gid, c in cells.items() if gid != "causal-speed"), cells
+
+
+@pytest.mark.gpu
+def test_gpu_memory_check_tells_flash_from_stored_scores():
+    from submissions.build import launchers
+
+    found = ch06.check_attention_memory(launchers("ch06", "correct", ["attention-solution"])["attention"])
+    assert all(used == 0 for used in found.values()), found
+    with pytest.raises(CheckFailed, match="O\\(N\\) budget"):
+        ch06.check_attention_memory(launchers("ch06", "naive_triton", ["attention-solution"])["attention"])
