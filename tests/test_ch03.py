@@ -461,6 +461,19 @@ def test_tf32_rounding_fails_every_kernel_cell(gpu_reports):
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_wrong_student_earns_only_the_intensity_point_on_a_gpu(gpu_reports):
+    # `ladder check` runs the student's notebook as released: the hidden cell holds only its visible
+    # part (1x1x1 and 7x13x5, which one block covers whichever way the grid is swapped), so it passes
+    # there; nbgrader puts the hidden shapes back when grading, and they catch the bug (next test).
     cells = gpu_reports["wrong"]
-    assert [g for g, c in cells.items() if c["passed"]] == ["intensity-test"]
+    assert [g for g, c in cells.items() if c["passed"]] == ["intensity-test", "sgemm-hidden"]
     assert "never written" in cells["sgemm-visible"]["error"]["evalue"]
+
+
+@pytest.mark.gpu
+def test_hidden_shapes_catch_the_swapped_grid():
+    from grader.errors import CheckFailed
+    from submissions.build import launchers
+
+    sgemm = launchers("ch03", "wrong", ["sgemm-solution"])["sgemm"]
+    with pytest.raises(CheckFailed, match="wrong result"):
+        ch03.check_sgemm(sgemm, sizes=[(129, 65, 33), (300, 200, 100)], trials=1)

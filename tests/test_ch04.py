@@ -373,5 +373,11 @@ def test_gpu_wrong_submission_scores_what_its_docstring_promises(tmp_path):
     _, nb, cells = _check(build("ch04", "04_tensor_cores", "wrong", tmp_path / "wrong.ipynb"))
     assert not cells["napkin-test"]["passed"] and cells["intensity-test"]["passed"]
     assert "never written" in cells["wmma-visible"]["error"]["evalue"]
-    assert not cells["wmma-hidden"]["passed"] and cells["wmma-speed"]["passed"]
-    assert nb["score"] == 4
+    # `ladder check` runs the notebook as released, whose hidden cell keeps only its visible shapes
+    # (1x1x1 and 17x33x9, inside the one block the rounded-down grid still launches): it passes here.
+    # nbgrader restores the hidden shapes when grading, and they fail (checked below).
+    assert cells["wmma-hidden"]["passed"] and cells["wmma-speed"]["passed"]
+    assert nb["score"] == 6
+    wmma_gemm = launchers("ch04", "wrong", ["wmma-solution"])["wmma_gemm"]
+    with pytest.raises(CheckFailed, match="wrong result"):
+        ch04.check_wmma_gemm(wmma_gemm, sizes=ch04.HIDDEN_SIZES, trials=1)
