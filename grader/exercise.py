@@ -343,3 +343,23 @@ def _measure(ex: Exercise, fn: Callable, bar, dev: str, backend, size) -> SpeedR
         ceiling_value=ceil.value(ex.ceiling) if ceil else None, baseline_name=cmp.baseline.name,
         others={n: t.median_ms for n, t in cmp.others.items()}, unavailable=unavailable)
 
+
+
+def check_stretch(ex: Exercise, fn: Callable, bar_key: str, sizes, names: str,
+                  before_speed: Callable[[Callable], None] | None = None) -> SpeedResult | None:
+    """A stretch goal: correctness on `sizes` is required, the speed bar (ungraded) only reports.
+
+    Not attempted yet, or no GPU to time it on, is printed rather than raised, so that "Run All"
+    carries on past an optional cell. `before_speed` runs extra checks (e.g. tensor cores) first.
+    """
+    try:
+        check_correctness(ex, fn, sizes, trials=1)
+    except NotImplementedError:
+        print(f"Stretch goal not attempted yet: write {names} above to try it.")
+        return None
+    except NoGPUError as exc:
+        print(str(exc))
+        return None
+    if before_speed is not None:
+        before_speed(fn)
+    return check_speed(ex, fn, bar_key)

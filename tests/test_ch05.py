@@ -44,7 +44,7 @@ def test_napkin_accepts_the_right_answers(capsys):
 
 @pytest.mark.parametrize("flops, floor, loaded, message", [
     (lambda m, n, k: m * n * k, _floor, _loaded, "matmul_flops(1, 1, 1) (hint: each of the M*N outputs"),
-    (_flops, lambda f, t: f / (t * 1e12), _loaded, "answer in ms"),
+    (_flops, lambda f, t: f / (t * 1e12), _loaded, "answer in milliseconds"),
     (_flops, _floor, lambda m, n, k, bm, bn: 2 * (m * k + k * n), "loaded_bytes(4096, 4096, 4096, 32, 32)"),
 ])
 def test_napkin_rejects_wrong_answers_with_a_hint(flops, floor, loaded, message):

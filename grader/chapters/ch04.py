@@ -20,10 +20,10 @@ from typing import Callable
 import torch
 
 from .. import sass
-from ..answers import call_learner, require_close
+from ..answers import call_learner, check_floor_ms, check_gemm_flops, require_close
 from ..device import gpu_info, gpu_or_reason
 from ..errors import CheckFailed
-from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, launch, measure_speed
+from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, check_stretch, launch, measure_speed
 from ..quiet import captured_stderr
 
 SPEED_SIZE = (4096, 4096, 4096)
@@ -145,35 +145,23 @@ def measure_wmma_gemm(fn) -> SpeedResult | None:
 
 
 def check_wmma_stretch(wmma_gemm_async) -> SpeedResult | None:
-    """The stretch goal: correct on awkward shapes, tensor cores, then the speed bar (reported only).
-    Not attempted yet is not an error, so that "Run All" carries on."""
+    """The stretch goal: correct on awkward shapes, tensor cores, then the speed bar (reported only)."""
     info = gpu_info()
     if info is not None and info.capability < (8, 0):
         print(f"Stretch goal skipped: cp.async needs compute capability 8.0 or newer; {info.name} is {info.cc}.")
         return None
-    try:
-        check_correctness(WMMA_GEMM, wmma_gemm_async, STRETCH_SIZES, trials=1)
-    except NotImplementedError:
-        print("Stretch goal not attempted yet: write wmma_gemm_async and WMMA_GEMM_ASYNC_SRC above to try it.")
-        return None
-    check_tensor_cores(wmma_gemm_async, what="4-stretch", verbose=False)
-    result = check_speed(WMMA_GEMM, wmma_gemm_async, "4-stretch")
-    print(f"  = {100 * result.speedup:.0f}% of cuBLAS (what torch.mm runs) on this GPU")
+    result = check_stretch(WMMA_GEMM, wmma_gemm_async, "4-stretch", STRETCH_SIZES,
+                           "wmma_gemm_async and WMMA_GEMM_ASYNC_SRC",
+                           before_speed=lambda fn: check_tensor_cores(fn, what="4-stretch", verbose=False))
+    if result is not None:
+        print(f"  = {100 * result.speedup:.0f}% of cuBLAS (what torch.mm runs) on this GPU")
     return result
 
 
 def check_flops_napkin(gemm_flops, floor_ms) -> None:
     """Exercise 4.0: the FLOPs of an M x N x K GEMM, and the least time they take at a throughput."""
-    names = "`gemm_flops` and `floor_ms`"
-    for m, n, k in ((1, 1, 1), (128, 256, 64), (4096, 4096, 4096), (3, 5, 7)):
-        require_close(call_learner(gemm_flops, m, n, k, exercise="4.0", names=names), 2 * m * n * k,
-                      f"gemm_flops({m}, {n}, {k}) (hint: each of the M*N outputs is a sum of K products; "
-                      "a multiply-add counts as 2 FLOPs)")
-    for flops, tflops in ((2 * 4096**3, 700.0), (1e12, 1.0), (2.0, 100.0)):
-        require_close(call_learner(floor_ms, flops, tflops, exercise="4.0", names="`floor_ms`"),
-                      flops / (tflops * 1e12) * 1e3,
-                      f"floor_ms({flops!r}, {tflops!r}) (hint: 1 TFLOP/s is 1e12 FLOPs per second; answer in "
-                      "milliseconds)")
+    check_gemm_flops(gemm_flops, "4.0", "`gemm_flops` and `floor_ms`")
+    check_floor_ms(floor_ms, "4.0")
     print("✓ 4.0 napkin math: GEMM FLOPs and time floor are right")
 
 

@@ -28,7 +28,7 @@ from typing import Callable
 import torch
 
 from .. import plots
-from ..answers import call_learner, require_close
+from ..answers import call_learner, check_floor_ms, check_gemm_flops, require_close
 from ..device import gpu_info, gpu_or_reason, has_gpu
 from ..errors import CheckFailed, KernelCompileError, LadderError, NotImplementedYet
 from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, measure_speed
@@ -310,14 +310,8 @@ def compare_unfused(matmul) -> SpeedResult | None:
 def check_napkin_math(matmul_flops, floor_ms, loaded_bytes) -> None:
     """Exercise 5.0: FLOPs, the time floor at a FLOP rate, and the bytes a grid of tiles loads."""
     names = "`matmul_flops`, `floor_ms` and `loaded_bytes`"
-    for m, n, k in ((1, 1, 1), (2, 3, 5), (4096, 4096, 4096), (8192, 8192, 1024)):
-        require_close(call_learner(matmul_flops, m, n, k, exercise="5.0", names=names), 2 * m * n * k,
-                      f"matmul_flops({m}, {n}, {k}) (hint: each of the M*N outputs is a dot product of length K; "
-                      "count a multiply and an add as two FLOPs)")
-    for flops, tflops in ((2 * 4096**3, 600.0), (1e12, 1.0), (2.0, 1000.0)):
-        require_close(call_learner(floor_ms, flops, tflops, exercise="5.0", names="`floor_ms`"),
-                      flops / (tflops * 1e12) * 1e3,
-                      f"floor_ms({flops!r}, {tflops!r}) (hint: TFLOP/s means 1e12 FLOPs per second; answer in ms)")
+    check_gemm_flops(matmul_flops, "5.0", names, fn="matmul_flops")
+    check_floor_ms(floor_ms, "5.0")
     for m, n, k, bm, bn in ((4096, 4096, 4096, 32, 32), (4096, 4096, 4096, 128, 256), (100, 100, 64, 64, 64),
                             (1, 1, 1, 16, 16)):
         want = 2 * k * (m * -(-n // bn) + n * -(-m // bm))
