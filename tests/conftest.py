@@ -1,4 +1,6 @@
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,3 +40,22 @@ def _isolated_cache(tmp_path, monkeypatch):
 @pytest.fixture
 def root() -> Path:
     return ROOT
+
+
+def ladder_check(*notebooks, timeout: float = 1800) -> tuple[int, dict]:
+    """`ladder check --json` on notebooks, in a fresh process: (exit code, the JSON report)."""
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", *map(str, notebooks)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def cells_by_id(notebook: dict) -> dict:
+    """A notebook report's graded cells, keyed by grade_id."""
+    return {c["grade_id"]: c for c in notebook["cells"]}
+
+
+def ladder_check_one(nb, timeout: float = 1800) -> tuple[int, dict, dict]:
+    """`ladder check` on one notebook: (exit code, its report, its cells keyed by grade_id)."""
+    code, report = ladder_check(nb, timeout=timeout)
+    (notebook,) = report["notebooks"]
+    return code, notebook, cells_by_id(notebook)

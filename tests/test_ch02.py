@@ -5,14 +5,12 @@ synthetic students of tests/submissions/ch02/."""
 import importlib.util
 import json
 import math
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
 import torch
 
-from conftest import HAS_GPU, ROOT
+from conftest import HAS_GPU, ROOT, cells_by_id, ladder_check
 from grader.bars import bar_for
 from grader.chapters import ch02
 from grader.errors import CheckFailed, NotImplementedYet
@@ -308,15 +306,8 @@ def test_every_student_builds_and_its_own_kernels_compile(name, tmp_path):
             assert compile_for_archs(src, function, ("sm_90",))
 
 
-def _check_json(*notebooks, timeout=900):
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", *map(str, notebooks)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
-    report = json.loads(proc.stdout)
-    return {nb["path"]: nb for nb in report["notebooks"]}
-
-
-def _cells(nb):
-    return {c["grade_id"]: c for c in nb["cells"]}
+def _check_json(*notebooks, timeout=1800):
+    return {nb["path"]: nb for nb in ladder_check(*notebooks, timeout=timeout)[1]["notebooks"]}
 
 
 @pytest.mark.slow
@@ -326,7 +317,7 @@ def test_notebooks_on_a_cpu(tmp_path):
     reports = _check_json(SOLUTION, RELEASED, wrong)
     solution, released, student = reports[str(SOLUTION)], reports[str(RELEASED)], reports[str(wrong)]
 
-    cells = _cells(solution)
+    cells = cells_by_id(solution)
     predictions = ("sectors-test", "napkin-test", "banks-test")
     assert all(cells[g]["passed"] for g in predictions)
     for gid in ("transpose-visible", "transpose-hidden", "transpose-speed"):
@@ -341,7 +332,7 @@ def test_notebooks_on_a_cpu(tmp_path):
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
         assert "not written yet" in c["error"]["evalue"]
 
-    cells = _cells(student)
+    cells = cells_by_id(student)
     assert cells["sectors-test"]["passed"] and student["score"] == 1
     assert "transpose_bytes(8192, 8192) (hint" in cells["napkin-test"]["error"]["evalue"]
     assert "= 1, expected 2" in cells["banks-test"]["error"]["evalue"]
@@ -354,7 +345,7 @@ def gpu_reports(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ch02")
     built = {name: build("ch02", "02_coalescing", name, tmp / f"{name}.ipynb") for name in STUDENTS if name != "correct"}
     reports = _check_json(SOLUTION, *built.values(), timeout=3000)
-    return {"correct": _cells(reports[str(SOLUTION)]), **{n: _cells(reports[str(p)]) for n, p in built.items()}}
+    return {"correct": cells_by_id(reports[str(SOLUTION)]), **{n: cells_by_id(reports[str(p)]) for n, p in built.items()}}
 
 
 @pytest.mark.gpu

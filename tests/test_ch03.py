@@ -5,13 +5,11 @@ students of tests/submissions/ch03/."""
 import importlib.util
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from conftest import HAS_GPU, ROOT
+from conftest import HAS_GPU, ROOT, cells_by_id, ladder_check
 from grader.bars import bar_for
 from grader.chapters import ch03
 from grader.errors import CheckFailed, NotImplementedYet
@@ -367,15 +365,8 @@ def test_every_student_builds_and_its_own_kernels_compile(name, tmp_path):
 
 # ------------------------------------------------------------------------ notebooks
 
-def _check_json(*notebooks, timeout=900):
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", *map(str, notebooks)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
-    report = json.loads(proc.stdout)
-    return {nb["path"]: nb for nb in report["notebooks"]}
-
-
-def _cells(nb):
-    return {c["grade_id"]: c for c in nb["cells"]}
+def _check_json(*notebooks, timeout=1800):
+    return {nb["path"]: nb for nb in ladder_check(*notebooks, timeout=timeout)[1]["notebooks"]}
 
 
 @pytest.mark.slow
@@ -385,7 +376,7 @@ def test_notebooks_on_a_cpu(tmp_path):
     reports = _check_json(SOLUTION, RELEASED, wrong)
     solution, released, student = reports[str(SOLUTION)], reports[str(RELEASED)], reports[str(wrong)]
 
-    cells = _cells(solution)
+    cells = cells_by_id(solution)
     assert cells["gemm-napkin-test"]["passed"] and cells["intensity-test"]["passed"]
     for gid in ("sgemm-visible", "sgemm-hidden", "sgemm-speed"):
         c = cells[gid]
@@ -399,7 +390,7 @@ def test_notebooks_on_a_cpu(tmp_path):
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
         assert "not written yet" in c["error"]["evalue"]
 
-    cells = _cells(student)
+    cells = cells_by_id(student)
     assert cells["intensity-test"]["passed"] and student["score"] == 1
     assert "gemm_flops(4096, 4096, 4096) (hint" in cells["gemm-napkin-test"]["error"]["evalue"]
 
@@ -415,7 +406,7 @@ def gpu_reports(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ch03")
     built = {name: build("ch03", "03_tiling", name, tmp / f"{name}.ipynb") for name in GPU_STUDENTS}
     reports = _check_json(SOLUTION, *built.values(), timeout=3600)
-    return {"correct": _cells(reports[str(SOLUTION)]), **{n: _cells(reports[str(p)]) for n, p in built.items()}}
+    return {"correct": cells_by_id(reports[str(SOLUTION)]), **{n: cells_by_id(reports[str(p)]) for n, p in built.items()}}
 
 
 @pytest.mark.gpu

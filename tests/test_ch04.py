@@ -2,13 +2,11 @@
 tensor-core check on the CPU; `ladder check` of the solution and the release; the verdicts on a GPU."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
 
-from conftest import HAS_GPU, ROOT
+from conftest import HAS_GPU, ROOT, ladder_check_one
 from grader import sass
 from grader.chapters import ch04
 from grader.correctness import compare
@@ -282,14 +280,6 @@ def test_every_submission_names_real_cells():
 
 # ------------------------------------------------------------------------------ ladder check
 
-def _check(nb):
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", str(nb)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=1800)
-    report = json.loads(proc.stdout)
-    (notebook,) = report["notebooks"]
-    return proc.returncode, notebook, {c["grade_id"]: c for c in notebook["cells"]}
-
-
 CPU_CELLS = ("napkin-test", "intensity-test", "wmma-tensor-cores")
 GPU_CELLS = ("wmma-visible", "wmma-hidden", "wmma-speed")
 
@@ -297,7 +287,7 @@ GPU_CELLS = ("wmma-visible", "wmma-hidden", "wmma-speed")
 @pytest.mark.slow
 @pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
 def test_solution_on_a_cpu_earns_the_napkin_and_tensor_core_points():
-    code, nb, cells = _check(SOLUTION)
+    code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 1 and nb["error"] is None
     for gid in CPU_CELLS:
         assert cells[gid]["outcome"] == "pass", cells[gid]
@@ -311,7 +301,7 @@ def test_solution_on_a_cpu_earns_the_napkin_and_tensor_core_points():
 
 @pytest.mark.slow
 def test_released_notebook_fails_every_graded_cell_with_not_implemented():
-    code, nb, cells = _check(RELEASE)
+    code, nb, cells = ladder_check_one(RELEASE)
     assert code == 1 and nb["score"] == 0 and set(cells) == set(CPU_CELLS + GPU_CELLS)
     for c in cells.values():
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
@@ -321,7 +311,7 @@ def test_released_notebook_fails_every_graded_cell_with_not_implemented():
 @pytest.mark.slow
 @pytest.mark.skipif(HAS_GPU, reason="CPU expectations")
 def test_fma_only_submission_fails_the_tensor_core_cell_on_a_cpu(tmp_path):
-    _, nb, cells = _check(build("ch04", "04_tensor_cores", "fma_only", tmp_path / "fma_only.ipynb"))
+    _, nb, cells = ladder_check_one(build("ch04", "04_tensor_cores", "fma_only", tmp_path / "fma_only.ipynb"))
     tc = cells["wmma-tensor-cores"]
     assert tc["outcome"] == "fail" and tc["error"]["ename"] == "CheckFailed"
     assert "`fma_gemm` has no tensor-core instructions" in tc["error"]["evalue"]
@@ -333,7 +323,7 @@ def test_fma_only_submission_fails_the_tensor_core_cell_on_a_cpu(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_solution_passes_every_graded_cell():
-    code, nb, cells = _check(SOLUTION)
+    code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
     assert all(c["outcome"] == "pass" for c in cells.values()) and nb["score"] == 9
 
@@ -342,7 +332,7 @@ def test_gpu_solution_passes_every_graded_cell():
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["global_wmma", "serial_loads"])
 def test_gpu_slow_rungs_are_correct_but_below_the_bar(tmp_path, name):
-    _, _, cells = _check(build("ch04", "04_tensor_cores", name, tmp_path / f"{name}.ipynb"))
+    _, _, cells = ladder_check_one(build("ch04", "04_tensor_cores", name, tmp_path / f"{name}.ipynb"))
     for gid in ("wmma-tensor-cores", "wmma-visible", "wmma-hidden"):
         assert cells[gid]["passed"], cells[gid]
     speed = cells["wmma-speed"]
@@ -352,7 +342,7 @@ def test_gpu_slow_rungs_are_correct_but_below_the_bar(tmp_path, name):
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_fma_kernel_is_correct_but_fails_both_tensor_core_gates(tmp_path):
-    _, _, cells = _check(build("ch04", "04_tensor_cores", "fma_only", tmp_path / "fma_only.ipynb"))
+    _, _, cells = ladder_check_one(build("ch04", "04_tensor_cores", "fma_only", tmp_path / "fma_only.ipynb"))
     assert cells["wmma-visible"]["passed"] and cells["wmma-hidden"]["passed"]
     for gid in ("wmma-tensor-cores", "wmma-speed"):
         assert not cells[gid]["passed"] and "no tensor-core instructions" in cells[gid]["error"]["evalue"]
@@ -361,7 +351,7 @@ def test_gpu_fma_kernel_is_correct_but_fails_both_tensor_core_gates(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_fp16_accumulation_fails_on_the_tolerance(tmp_path):
-    _, _, cells = _check(build("ch04", "04_tensor_cores", "fp16_accum", tmp_path / "fp16.ipynb"))
+    _, _, cells = ladder_check_one(build("ch04", "04_tensor_cores", "fp16_accum", tmp_path / "fp16.ipynb"))
     assert cells["wmma-tensor-cores"]["passed"]
     for gid in GPU_CELLS:
         assert not cells[gid]["passed"] and "wrong result" in cells[gid]["error"]["evalue"], cells[gid]
@@ -370,7 +360,7 @@ def test_gpu_fp16_accumulation_fails_on_the_tolerance(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_wrong_submission_scores_what_its_docstring_promises(tmp_path):
-    _, nb, cells = _check(build("ch04", "04_tensor_cores", "wrong", tmp_path / "wrong.ipynb"))
+    _, nb, cells = ladder_check_one(build("ch04", "04_tensor_cores", "wrong", tmp_path / "wrong.ipynb"))
     assert not cells["napkin-test"]["passed"] and cells["intensity-test"]["passed"]
     assert "never written" in cells["wmma-visible"]["error"]["evalue"]
     # `ladder check` runs the notebook as released, whose hidden cell keeps only its visible shapes

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from conftest import HAS_GPU, ROOT
+from conftest import HAS_GPU, ROOT, ladder_check_one
 from grader import correctness
 from grader.chapters import ch05
 from grader.errors import CheckFailed, KernelCompileError, NotImplementedYet
@@ -303,18 +303,10 @@ def test_stubs_are_not_written_yet_in_the_interpreter(interpreted, case, what):
 
 # ------------------------------------------------------------------ notebooks through ladder check
 
-def _check(nb, timeout=900):
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", str(nb)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
-    report = json.loads(proc.stdout)
-    (notebook,) = report["notebooks"]
-    return proc.returncode, notebook, {c["grade_id"]: c for c in notebook["cells"]}
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
 def test_solution_on_cpu_passes_correctness_in_the_interpreter_and_reports_no_gpu_for_speed():
-    code, nb, cells = _check(NOTEBOOK)
+    code, nb, cells = ladder_check_one(NOTEBOOK)
     assert code == 1 and nb["error"] is None
     for gid, c in cells.items():
         if gid in SPEED_CELLS:
@@ -328,7 +320,7 @@ def test_solution_on_cpu_passes_correctness_in_the_interpreter_and_reports_no_gp
 @pytest.mark.slow
 @pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
 def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented():
-    code, nb, cells = _check(RELEASED)
+    code, nb, cells = ladder_check_one(RELEASED)
     assert code == 1 and nb["score"] == 0 and len(cells) == 8
     for c in cells.values():
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
@@ -338,7 +330,7 @@ def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented()
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_solution_passes_every_graded_cell():
-    code, nb, cells = _check(NOTEBOOK, timeout=1800)
+    code, nb, cells = ladder_check_one(NOTEBOOK, timeout=1800)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
     assert nb["score"] == 14
 
@@ -346,7 +338,7 @@ def test_gpu_solution_passes_every_graded_cell():
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_released_notebook_fails_every_graded_cell_with_not_implemented():
-    _, nb, cells = _check(RELEASED)
+    _, nb, cells = ladder_check_one(RELEASED)
     for c in cells.values():
         assert c["error"] and c["error"]["ename"] == "NotImplementedYet", c
 
@@ -356,7 +348,7 @@ def test_gpu_released_notebook_fails_every_graded_cell_with_not_implemented():
 @pytest.mark.parametrize("student, exercise, other_speed", [("naive_5a", "matmul", "fused-speed"),
                                                             ("unfused_5b", "fused", "matmul-speed")])
 def test_gpu_previous_rung_is_correct_but_below_the_bar(tmp_path, student, exercise, other_speed):
-    _, _, cells = _check(build("ch05", "05_triton_matmul", student, tmp_path / f"{student}.ipynb"), timeout=1800)
+    _, _, cells = ladder_check_one(build("ch05", "05_triton_matmul", student, tmp_path / f"{student}.ipynb"), timeout=1800)
     assert cells[f"{exercise}-visible"]["passed"] and cells[f"{exercise}-hidden"]["passed"]
     speed = cells[f"{exercise}-speed"]
     assert not speed["passed"] and "below the bar" in speed["error"]["evalue"], speed
@@ -366,7 +358,7 @@ def test_gpu_previous_rung_is_correct_but_below_the_bar(tmp_path, student, exerc
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_wrong_student_fails_every_correctness_cell(tmp_path):
-    _, nb, cells = _check(build("ch05", "05_triton_matmul", "wrong", tmp_path / "wrong.ipynb"), timeout=1800)
+    _, nb, cells = ladder_check_one(build("ch05", "05_triton_matmul", "wrong", tmp_path / "wrong.ipynb"), timeout=1800)
     failed = {gid for gid, c in cells.items() if not c["passed"]}
     # 5a's kernel drops only a partial last K chunk, and 4096 has none: its speed cell passes.
     assert failed == set(cells) - {"matmul-speed"}, {k: v["outcome"] for k, v in cells.items()}

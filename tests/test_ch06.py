@@ -14,7 +14,7 @@ import textwrap
 import pytest
 import torch
 
-from conftest import HAS_GPU, ROOT
+from conftest import HAS_GPU, ROOT, ladder_check_one
 from grader import correctness
 from grader.chapters import ch06
 from grader.errors import CheckFailed, NoGPUError, NotImplementedYet
@@ -383,17 +383,10 @@ def test_solution_kernels_compile_for_sm80_and_sm90_without_a_gpu():
 
 # ------------------------------------------------------------------- ladder check on a CPU
 
-def _check(nb):
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", str(nb)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=1200)
-    report = json.loads(proc.stdout)
-    return proc.returncode, report["notebooks"][0], {c["grade_id"]: c for c in report["notebooks"][0]["cells"]}
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
 def test_solution_on_cpu_grades_correctness_and_says_no_gpu_for_speed_and_memory():
-    code, nb, cells = _check(SOLUTION)
+    code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 1 and nb["error"] is None
     for gid in ("napkin-test", "tiled-test", "attention-visible", "attention-hidden"):
         assert cells[gid]["outcome"] == "pass", cells[gid]
@@ -407,7 +400,7 @@ def test_solution_on_cpu_grades_correctness_and_says_no_gpu_for_speed_and_memory
 @pytest.mark.slow
 @pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
 def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented():
-    code, nb, cells = _check(RELEASE)
+    code, nb, cells = ladder_check_one(RELEASE)
     assert code == 1 and nb["score"] == 0 and len(cells) == 7
     for c in cells.values():
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
@@ -419,7 +412,7 @@ def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented()
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_solution_passes_every_graded_cell():
-    code, nb, cells = _check(SOLUTION)
+    code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
     assert nb["score"] == 13
 
@@ -427,7 +420,7 @@ def test_gpu_solution_passes_every_graded_cell():
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_released_notebook_fails_every_graded_cell_with_not_implemented():
-    code, nb, cells = _check(RELEASE)
+    code, nb, cells = ladder_check_one(RELEASE)
     assert code == 1
     for c in cells.values():
         assert c["error"] and c["error"]["ename"] == "NotImplementedYet", c
@@ -436,7 +429,7 @@ def test_gpu_released_notebook_fails_every_graded_cell_with_not_implemented():
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_scores_stored_by_triton_fail_memory_and_speed(tmp_path):
-    _, _, cells = _check(build("ch06", "06_flash_attention", "naive_triton", tmp_path / "naive_triton.ipynb"))
+    _, _, cells = ladder_check_one(build("ch06", "06_flash_attention", "naive_triton", tmp_path / "naive_triton.ipynb"))
     assert cells["attention-visible"]["passed"] and cells["attention-hidden"]["passed"]
     assert "O(N) budget" in cells["attention-memory"]["error"]["evalue"], cells["attention-memory"]
     assert "below the bar" in cells["attention-speed"]["error"]["evalue"], cells["attention-speed"]
@@ -445,7 +438,7 @@ def test_gpu_scores_stored_by_triton_fail_memory_and_speed(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_causal_without_skipping_fails_only_the_causal_speed_cell(tmp_path):
-    _, _, cells = _check(build("ch06", "06_flash_attention", "no_skip", tmp_path / "no_skip.ipynb"))
+    _, _, cells = ladder_check_one(build("ch06", "06_flash_attention", "no_skip", tmp_path / "no_skip.ipynb"))
     assert "below the bar" in cells["causal-speed"]["error"]["evalue"], cells["causal-speed"]
     assert all(c["passed"] for gid, c in cells.items() if gid != "causal-speed"), cells
 

@@ -1,25 +1,15 @@
 """`ladder check` on a machine with no GPU: the pipeline runs, grades what a CPU can grade, and says
 "no GPU" clearly instead of crashing. (On a GPU, tests/test_gpu.py covers the full verdicts.)"""
 
-import json
-import subprocess
-import sys
-
 import pytest
 
-from conftest import HAS_GPU, ROOT
+from conftest import HAS_GPU, ROOT, ladder_check
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; test_gpu.py covers GPUs")]
 
 
-def _check_json(*notebooks):
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", *map(str, notebooks)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
-    return proc.returncode, json.loads(proc.stdout), proc.stderr
-
-
 def test_solution_notebook_on_cpu_passes_napkin_cells_and_reports_no_gpu():
-    code, report, _ = _check_json(ROOT / "solutions/01_vector_add/01_vector_add.ipynb")
+    code, report = ladder_check(ROOT / "solutions/01_vector_add/01_vector_add.ipynb")
     assert code == 1 and report["schema"] == "kernel-ladder.check/1" and report["passed"] is False
     (nb,) = report["notebooks"]
     cells = {c["grade_id"]: c for c in nb["cells"]}
@@ -35,7 +25,7 @@ def test_solution_notebook_on_cpu_passes_napkin_cells_and_reports_no_gpu():
 
 
 def test_released_notebook_fails_every_graded_cell_with_not_implemented():
-    code, report, _ = _check_json(ROOT / "course/01_vector_add/01_vector_add.ipynb")
+    code, report = ladder_check(ROOT / "course/01_vector_add/01_vector_add.ipynb")
     assert code == 1
     (nb,) = report["notebooks"]
     assert nb["cells"] and nb["score"] == 0
