@@ -87,7 +87,8 @@ def describe_mismatch(actual: torch.Tensor, expected: torch.Tensor, rtol: float,
 def compare(actual: torch.Tensor, expected: torch.Tensor, *, rtol: float, atol: float, what: str) -> None:
     """Raise CheckFailed with a readable message unless actual matches the float64 reference."""
     if tuple(actual.shape) != tuple(expected.shape):
-        raise CheckFailed(f"{what}: output has shape {tuple(actual.shape)}, expected {tuple(expected.shape)}")
+        raise CheckFailed(f"{what}: output has shape {tuple(actual.shape)}, expected {tuple(expected.shape)}",
+                          reason="wrong-result")
     # Compare where the data is: copying 2^27 elements to the host would cost more than the kernel.
     a = actual.detach().to(torch.float64)
     e = expected.detach().to(device=a.device, dtype=torch.float64)
@@ -96,7 +97,7 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, *, rtol: float, atol: 
     except AssertionError as exc:
         detail = describe_mismatch(a, e, rtol, atol)
         raise CheckFailed(f"{what}: wrong result.\n{detail}\n\ntorch.testing.assert_close says:\n"
-                          + textwrap.indent(str(exc).strip(), "  ")) from None
+                          + textwrap.indent(str(exc).strip(), "  "), reason="wrong-result") from None
 
 
 def snapshot(tensors) -> list[torch.Tensor]:
@@ -108,4 +109,67 @@ def require_unchanged(before: list[torch.Tensor], after, what: str, names) -> No
         if not torch.equal(b, a):
             n = int((b != a).sum()) if b.shape == a.shape else b.numel()
             raise CheckFailed(f"{what}: your code changed its input `{name}` ({n:,} elements differ). "
-                              "Kernels must only write to the output.")
+                              "Kernels must only write to the output.", reason="input-modified")
+
+
+# ------------------------------------------------------------------------------- guard bands
+
+class Guarded:
+    """An output tensor with canary bands on both sides, in one allocation.
+
+    The learner gets `out`, a contiguous view into the middle of a larger buffer; the bands before and
+    after it hold random values drawn from the OS seed. A kernel that writes past either end of `out`
+    changes a band, which `check()` reports, even without compute-sanitizer. Bands are as wide as the
+    output itself, up to 2^20 elements, and at least 2^16: wider than a block's overrun or a
+    128 x 256 tile's spill.
+    """
+
+    MIN_PAD, MAX_PAD = 1 << 16, 1 << 20
+
+    def __init__(self, template: torch.Tensor):
+        n = template.numel()
+        # A multiple of 256 elements, so `out` keeps the 256-byte alignment of a fresh allocation
+        # (float4 and cp.async kernels rely on it).
+        self.pad = -(-max(self.MIN_PAD, min(n, self.MAX_PAD)) // 256) * 256
+        self.buffer = torch.empty(n + 2 * self.pad, dtype=template.dtype, device=template.device)
+        self.out = self.buffer[self.pad:self.pad + n].view(template.shape)
+        gen, _ = fresh_generator(template.device)
+        if template.is_floating_point():
+            canary = torch.randn(2 * self.pad, generator=gen, device=template.device, dtype=torch.float32) * 1e3
+        else:
+            info = torch.iinfo(template.dtype)
+            canary = torch.randint(max(info.min, -2**31), min(info.max, 2**31 - 1), (2 * self.pad,), generator=gen,
+                                   device=template.device, dtype=torch.int64)
+        self.canary = canary.to(template.dtype)
+        self.reset()
+
+    def reset(self) -> None:
+        self.buffer[:self.pad].copy_(self.canary[:self.pad])
+        self.buffer[-self.pad:].copy_(self.canary[self.pad:])
+
+    def check(self, what: str, name: str = "out") -> None:
+        n = self.out.numel()
+        before = self.buffer[:self.pad]
+        after = self.buffer[-self.pad:]
+        bad_before = torch.nonzero(before.view(-1) != self.canary[:self.pad]).reshape(-1)
+        bad_after = torch.nonzero(after.view(-1) != self.canary[self.pad:]).reshape(-1)
+        if not bad_before.numel() and not bad_after.numel():
+            return
+        lines = [f"{what}: your kernel wrote outside `{name}` ({n:,} elements); the grader surrounds every output "
+                 f"with {self.pad:,} guard elements on each side and some changed."]
+        if bad_after.numel():
+            first, last = int(bad_after[0]), int(bad_after[-1])
+            lines.append(f"{bad_after.numel():,} elements past the end changed, from {name}[{n + first:,}] to "
+                         f"{name}[{n + last:,}] (flat indices; the last valid one is {n - 1:,}).")
+        if bad_before.numel():
+            first = int(bad_before[0])
+            lines.append(f"{bad_before.numel():,} elements before the start changed, the farthest "
+                         f"{self.pad - first:,} elements before {name}[0].")
+        lines.append("Most often a missing or off-by-one bounds check (`if (i < n)`, a Triton store without "
+                     "`mask=`). `ladder check --sanitize` finds the kernel line.")
+        raise CheckFailed("\n".join(lines), reason="out-of-bounds")
+
+
+def guarded(template: torch.Tensor) -> Guarded:
+    """`Guarded(template)`: allocate an output like `template`, with guard bands (template is not kept)."""
+    return Guarded(template)
