@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import correctness, timing
+from . import correctness, remote, timing
 from .bars import bar_for
 from .device import WHAT_STILL_WORKS, ceilings, gpu_info, gpu_or_reason
 from .errors import CheckFailed, KernelCompileError, KernelLaunchError, LadderError, NoGPUError, NotImplementedYet
@@ -93,6 +93,7 @@ class SpeedResult:
     baseline_name: str
     others: dict[str, float] = field(default_factory=dict)       # name -> ms
     unavailable: dict[str, str] = field(default_factory=dict)    # name -> why not measured
+    flags: list[str] = field(default_factory=list)               # for the instructor (implausible speed)
 
     @property
     def speedup(self) -> float:
@@ -148,6 +149,8 @@ class SpeedResult:
                          f"  (not graded; yours runs at {ms / self.ms:.2f}x its speed)")
         for name, why in self.unavailable.items():
             lines.append(f"  {name:<16}not measured: {why}")
+        for flag in self.flags:
+            lines.append(f"  ⚑ {flag}")
         lines.append(f"  speedup {self.speedup:.2f}x  ({self.size}; median of {c.rounds} interleaved rounds; "
                      f"{self.gpu})")
         return "\n".join(lines)
@@ -163,10 +166,11 @@ def _learner_frames(exc: BaseException) -> str:
     return "".join(traceback.format_list(frames[-4:]))
 
 
-def launch(ex: Exercise, fn: Callable, inputs, out, device: str) -> None:
+def launch(ex: Exercise, fn: Callable, inputs, out, device: str, noop: bool = False) -> None:
     """Call the learner's launcher once and wait for the GPU, turning every failure into a message."""
     try:
-        fn(*inputs, out)
+        with remote.launching(noop=noop):
+            fn(*inputs, out)
     except LadderError:
         raise
     except NotImplementedError:
@@ -175,7 +179,7 @@ def launch(ex: Exercise, fn: Callable, inputs, out, device: str) -> None:
     except Exception as exc:
         where = _learner_frames(exc)
         raise CheckFailed(f"{ex.signature} raised {type(exc).__name__}: {exc}"
-                          + (f"\nin your code:\n{where}" if where else "")) from None
+                          + (f"\nin your code:\n{where}" if where else ""), reason="raised") from None
     if device == "cuda":
         try:
             torch.cuda.synchronize()
@@ -183,7 +187,7 @@ def launch(ex: Exercise, fn: Callable, inputs, out, device: str) -> None:
             raise KernelLaunchError(
                 f"{ex.key}: the kernel crashed while running: {str(exc).splitlines()[0]}\n"
                 "Most often an index past the end of an array. The GPU context is now broken: restart the "
-                "notebook kernel (Kernel > Restart) before running anything else on the GPU.") from None
+                "notebook kernel (Kernel > Restart) before running anything else on the GPU.", reason="crashed") from None
 
 
 def _no_gpu(ex: Exercise, fn: Callable) -> NoGPUError:
@@ -251,16 +255,43 @@ def check_correctness(ex: Exercise, fn: Callable, sizes=None, trials: int = 2, d
 def _one_trial(ex: Exercise, fn: Callable, size, dev: str, what: str) -> None:
     gen, _ = correctness.fresh_generator(dev)
     inputs = ex.make_inputs(size, gen, dev)
-    _launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), ex.make_output(size, dev), dev, what)
+    guard = correctness.guarded(ex.make_output(size, dev))
+    _launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), guard.out, dev, what, guard)
+    if remote.is_remote(fn) and not getattr(fn, "_probed", False):
+        _require_kernel_does_work(ex, fn, size, dev, what)
+        fn._probed = True
 
 
-def _launch_and_verify(ex: Exercise, fn: Callable, size, inputs, pristine, out, dev: str, what: str) -> None:
-    """Poison `out`, launch once, then check the inputs are untouched and `out` matches the reference."""
+def _require_kernel_does_work(ex: Exercise, fn: Callable, size, dev: str, what: str) -> None:
+    """Switch the learner's kernels off (launches become no-ops) and check that `out` stays untouched.
+
+    Only possible when the launcher runs in the grader's worker, which controls kernel launches. A
+    launcher whose output appears anyway got it from somewhere else: torch, CuPy, a cache.
+    """
+    gen, _ = correctness.fresh_generator(dev)
+    inputs = ex.make_inputs(size, gen, dev)
+    guard = correctness.guarded(ex.make_output(size, dev))
+    out = correctness.poison(guard.out)
+    launch(ex, fn, inputs, out, dev, noop=True)
+    guard.check(what + " (kernels switched off)")
+    written = int((~torch.isnan(out)).sum()) if out.is_floating_point() else int((out != torch.iinfo(out.dtype).min).sum())
+    if written:
+        raise CheckFailed(f"{what}: with your kernels switched off (every launch made a no-op), {ex.signature} still "
+                          f"wrote {written:,} of the {out.numel():,} elements of out. The result must come from your "
+                          "kernel, not from torch, CuPy or results kept from earlier calls.", reason="kernel-unused")
+
+
+def _launch_and_verify(ex: Exercise, fn: Callable, size, inputs, pristine, out, dev: str, what: str,
+                       guard: correctness.Guarded | None = None) -> None:
+    """Poison `out`, launch once, then check the guard bands, that the inputs are untouched, and that
+    `out` matches the reference."""
     correctness.poison(out)
     launch(ex, fn, inputs, out, dev)
+    if guard is not None:
+        guard.check(what)
     correctness.require_unchanged(pristine, inputs, what, ex.arg_names)
     if out.dtype != ex.dtype:
-        raise CheckFailed(f"{what}: the output is {out.dtype}, expected {ex.dtype}")
+        raise CheckFailed(f"{what}: the output is {out.dtype}, expected {ex.dtype}", reason="wrong-dtype")
     expected = ex.reference(*[t.to(torch.float64) for t in pristine])
     rtol, atol = ex.tolerance_for(size)
     correctness.compare(out, expected, rtol=rtol, atol=atol, what=what)
@@ -298,7 +329,8 @@ def check_speed(ex: Exercise, fn: Callable, bar_key: str | None = None, device: 
     result = measure_speed(ex, fn, bar_key, device, backend, size)
     if not result.passed and result.graded:
         hint = f"\nHint: {ex.speed_hint}" if ex.speed_hint else ""
-        raise CheckFailed(result.report() + f"\nNeeds at least {result.bar:.2f}x {ex.baseline_name}.{hint}")
+        raise CheckFailed(result.report() + f"\nNeeds at least {result.bar:.2f}x {ex.baseline_name}.{hint}",
+                          reason="below-bar")
     if verbose:
         print(result.report())
     return result
@@ -313,7 +345,8 @@ def _measure(ex: Exercise, fn: Callable, bar, dev: str, backend, size) -> SpeedR
     gen, _ = correctness.fresh_generator(dev)
     inputs = ex.make_inputs(size, gen, dev)
     pristine = correctness.snapshot(inputs)
-    out = ex.make_output(size, dev)
+    guard = correctness.guarded(ex.make_output(size, dev))
+    out = guard.out
     out_base = ex.make_output(size, dev)
     others, unavailable = {}, {}
     for name, factory in ex.others.items():
@@ -326,22 +359,111 @@ def _measure(ex: Exercise, fn: Callable, bar, dev: str, backend, size) -> SpeedR
     baselines = {ex.baseline_name: ex.baseline, **ex.baseline_alternatives}
     for name, alt in ex.baseline_alternatives.items():
         others[name] = (lambda a=alt: a(*inputs, out_base))
-    backend = backend or (timing.GPUBackend() if dev == "cuda" else timing.CPUBackend())
-    cmp = timing.compare(lambda: fn(*inputs, out), lambda: ex.baseline(*inputs, out_base),
+    if remote.is_remote(fn):
+        backend = backend or timing.BatchBackend(device=dev)
+        sampler = _TimedSets(ex, size, dev, inputs, pristine, guard, what)
+        candidate = fn.batch(sampler.argsets, after_batch=sampler.after_batch)
+        sampler.poison_all()
+    else:
+        backend = backend or (timing.BatchBackend() if dev == "cuda" else timing.CPUBackend())
+        candidate = lambda: fn(*inputs, out)  # noqa: E731
+    cmp = timing.compare(candidate, lambda: ex.baseline(*inputs, out_base),
                          others=others, backend=backend, baseline_name=ex.baseline_name)
     cmp = cmp.against_fastest_of(list(baselines))
 
     # The timed launches must have computed the answer: poison, run once more, check.
-    _launch_and_verify(ex, fn, size, inputs, pristine, out, dev, what + " (after timing)")
+    _launch_and_verify(ex, fn, size, inputs, pristine, out, dev, what + " (after timing)", guard)
 
     ceil = ceilings() if dev == "cuda" else None
     info = gpu_info() if dev == "cuda" else None
+    flags = _physical_limits(ex, size, cmp.candidate.median_ms, ceil, what)
     return SpeedResult(
         key=bar.key, title=ex.title, size=ex.describe_size(size), gpu=info.name if info else "CPU backend",
         comparison=cmp, bar=bar.bar, graded=bar.graded, passed=cmp.speedup >= bar.bar,
         bytes_moved=ex.bytes_moved(size), flops=ex.flops(size) if ex.flops else None, ceiling_name=ex.ceiling,
         ceiling_value=ceil.value(ex.ceiling) if ceil else None, baseline_name=cmp.baseline.name,
-        others={n: t.median_ms for n, t in cmp.others.items()}, unavailable=unavailable)
+        others={n: t.median_ms for n, t in cmp.others.items()}, unavailable=unavailable, flags=flags)
+
+
+# Beyond these multiples of a measured ceiling, a time is not physically possible on this GPU. The copy
+# ceiling is close to the memory's peak; torch.mm reaches 60-75% of the tensor cores' peak.
+LIMIT_FACTOR = {"copy_gbps": 1.15, "fp32_tflops": 2.0, "fp16_tflops": 2.0}
+
+
+def _physical_limits(ex: Exercise, size, ms: float, ceil, what: str) -> list[str]:
+    """Fail a time no kernel can reach on this GPU; flag one that beats the measured ceiling."""
+    if ceil is None or ms <= 0:
+        return []
+    if ex.flops:
+        rate, unit = ex.flops(size) / (ms * 1e-3) / 1e12, "TFLOP/s"
+    else:
+        rate, unit = ex.bytes_moved(size) / (ms * 1e-3) / 1e9, "GB/s"
+    limit_value = ceil.value(ex.ceiling)
+    if not limit_value:
+        return []
+    name = CEILING_NAMES.get(ex.ceiling, ex.ceiling)
+    if rate > LIMIT_FACTOR.get(ex.ceiling, 2.0) * limit_value:
+        raise CheckFailed(f"{what}: measured {rate:,.1f} {unit}, {rate / limit_value:.2f}x this GPU's {name} "
+                          f"({limit_value:,.1f} {unit}). No kernel can go that fast here, so the timing cannot be "
+                          "trusted: was the work really done during the timed calls?", reason="too-fast")
+    if rate > limit_value:
+        return [f"implausible: {rate:,.1f} {unit} beats this GPU's measured {name} ({limit_value:,.1f} {unit}); "
+                "flagged for the instructor to look at"]
+    return []
+
+
+class _TimedSets:
+    """Argument sets for timed batches in the worker, and secret sampled re-checks between batches.
+
+    Calls in a batch rotate through the sets, so consecutive calls never see the same inputs; before
+    each batch every output is poisoned again; after a batch, with a probability the learner's code
+    cannot observe, one set chosen at random is verified in full (guard bands, inputs, values) and then
+    refilled with fresh random inputs, so results cached from an earlier batch are wrong.
+    """
+
+    def __init__(self, ex: Exercise, size, dev: str, inputs, pristine, guard, what: str):
+        import secrets
+
+        self.ex, self.size, self.dev, self.what = ex, size, dev, what
+        self.rng = secrets.SystemRandom()
+        self.sets = [(list(inputs), list(pristine), guard)]
+        set_bytes = sum(t.numel() * t.element_size() for t in inputs) + guard.out.numel() * guard.out.element_size()
+        from .device import free_gpu_bytes
+        room = free_gpu_bytes() if dev == "cuda" else 1 << 34
+        if room > 6 * set_bytes:
+            gen, _ = correctness.fresh_generator(dev)
+            more = ex.make_inputs(size, gen, dev)
+            self.sets.append((list(more), correctness.snapshot(more), correctness.guarded(ex.make_output(size, dev))))
+        self.checked = 0
+
+    @property
+    def argsets(self) -> list[tuple]:
+        return [tuple(inp) + (g.out,) for inp, _, g in self.sets]
+
+    def poison_all(self) -> None:
+        for _, _, g in self.sets:
+            correctness.poison(g.out)
+        if self.dev == "cuda":
+            torch.cuda.synchronize()
+
+    def after_batch(self, reps: int) -> None:
+        if self.checked == 0 or self.rng.random() < 0.3:
+            i = self.rng.randrange(min(reps, len(self.sets)))  # a set this batch wrote
+            inputs, pristine, g = self.sets[i]
+            what = f"{self.what} (a timed call, re-checked)"
+            g.check(what)
+            correctness.require_unchanged(pristine, inputs, what, self.ex.arg_names)
+            expected = self.ex.reference(*[t.to(torch.float64) for t in pristine])
+            rtol, atol = self.ex.tolerance_for(self.size)
+            correctness.compare(g.out, expected, rtol=rtol, atol=atol, what=what)
+            del expected
+            gen, _ = correctness.fresh_generator(self.dev)
+            for t, fresh in zip(inputs, self.ex.make_inputs(self.size, gen, self.dev)):
+                t.copy_(fresh)
+            for p, t in zip(pristine, inputs):
+                p.copy_(t)
+            self.checked += 1
+        self.poison_all()
 
 
 

@@ -45,6 +45,12 @@ class Session:
 
 
 def start(chapter: int) -> Session:
+    if os.environ.get("LADDER_QUIET_START") == "1":
+        # Inside the grader's worker process: the same session, without printing or measuring.
+        info = gpu_info()
+        if info is None:
+            os.environ.setdefault("TRITON_INTERPRET", "1")
+        return Session(info, cached_ceilings() if info else None)
     install_error_display()
     info = gpu_info()
     if info is None:

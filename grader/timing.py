@@ -5,14 +5,18 @@ that clock ramps and a neighbour's load fall on all of them alike. Rounds repeat
 across rounds is small or the time budget is spent; the verdict uses the median over rounds.
 
 Each measurement comes from a backend:
-- `GPUBackend` is `triton.testing.do_bench`: warm-up, an L2 flush before every repetition, CUDA
-  events around each call, a device-wide synchronize, every per-call time returned.
+- `BatchBackend` (graded, on a GPU): batches of back-to-back calls between CUDA events, the end
+  event after a device-wide synchronize, with an L2 flush before each batch. It also times a
+  learner's function that runs in the grader's worker (grader/remote.py).
+- `GPUBackend` is `triton.testing.do_bench` (CUDA events around each call, an L2 flush before every
+  repetition); kept for exploratory plots (`bench`).
 - `CPUBackend` is `torch.utils.benchmark.Timer`, so CI exercises the same rounds, statistics and
   verdicts without a GPU.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -36,6 +40,71 @@ class GPUBackend:
         torch.cuda.synchronize()
 
 
+class BatchBackend:
+    """Batches of back-to-back calls between two CUDA events, the second after a device-wide synchronize.
+
+    The graded backend. A batch is `reps` calls in a row; the end event is recorded after
+    `torch.cuda.synchronize()`, so work the calls left on any stream falls inside the interval. The
+    L2 cache is flushed before each batch. A contender with a `timed_batch(reps)` method (a learner's
+    function running in the grader's worker, grader/remote.py) runs its batch there, on the same
+    rules, and its events are bounded by this process's clock. `reps` is chosen so that a batch
+    lasts about `target_ms`. Without a GPU the host clock stands in for the events.
+    """
+
+    name = "batch"
+
+    def __init__(self, target_ms: float = 20.0, batches: int = 3, device: str = "cuda"):
+        self.target_ms, self.batches, self.device = target_ms, batches, device
+        self._cache = None
+
+    def synchronize(self) -> None:
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+
+    def _flush(self) -> None:
+        if self.device != "cuda":
+            return
+        import torch
+
+        if self._cache is None:
+            self._cache = torch.empty(256 * 2**20 // 4, dtype=torch.int32, device="cuda")
+        self._cache.zero_()
+        torch.cuda.synchronize()
+
+    def _local(self, fn: Callable[[], object]) -> Callable[[int], float]:
+        def run(reps: int) -> float:
+            if self.device != "cuda":
+                t0 = time.perf_counter()
+                for _ in range(reps):
+                    fn()
+                return (time.perf_counter() - t0) * 1e3
+            import torch
+
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(reps):
+                fn()
+            torch.cuda.synchronize()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end)
+        return run
+
+    def times_ms(self, fn) -> list[float]:
+        runner = fn.timed_batch if hasattr(fn, "timed_batch") else self._local(fn)
+        self._flush()
+        one = runner(1)  # warm-up, and the estimate that sizes the batches
+        reps = int(min(5000, max(1, math.ceil(self.target_ms / max(one, 1e-3)))))
+        samples = []
+        for _ in range(self.batches):
+            self._flush()
+            samples.append(runner(reps) / reps)
+        return samples
+
+
 class CPUBackend:
     name = "cpu"
 
@@ -55,7 +124,7 @@ class CPUBackend:
 def default_backend():
     from .device import has_gpu
 
-    return GPUBackend() if has_gpu() else CPUBackend()
+    return BatchBackend() if has_gpu() else CPUBackend()
 
 
 @dataclass

@@ -19,11 +19,12 @@ from typing import Callable
 
 import torch
 
-from .. import sass
+from .. import remote, sass
 from ..answers import call_learner, check_floor_ms, check_gemm_flops, require_close
 from ..device import gpu_info, gpu_or_reason
 from ..errors import CheckFailed
 from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, check_stretch, launch, measure_speed
+from ..kernels import load_kernel
 from ..quiet import captured_stderr
 
 SPEED_SIZE = (4096, 4096, 4096)
@@ -107,7 +108,8 @@ def check_tensor_cores(wmma_gemm, *, what: str = "4", verbose: bool = True) -> l
     if not listings:
         raise CheckFailed(f"{what} tensor cores: wmma_gemm returned without launching a kernel made with "
                           "load_kernel, so there is nothing to inspect. Launch your WMMA kernel through the "
-                          "object load_kernel returned (wmma_gemm_kernel(grid, block, args)).")
+                          "object load_kernel returned (wmma_gemm_kernel(grid, block, args)).",
+                          reason="no-tensor-cores")
     lacking = [l for l in listings if not l.tensor_core_instructions()]
     if lacking:
         lines = [f"{what} tensor cores: "
@@ -120,7 +122,8 @@ def check_tensor_cores(wmma_gemm, *, what: str = "4", verbose: bool = True) -> l
                      "about a sixteenth as many per clock on an A100 or an H100. Every kernel that wmma_gemm launches must multiply with WMMA: #include <mma.h>, "
                      "then wmma::fragment, wmma::load_matrix_sync, wmma::mma_sync and wmma::store_matrix_sync. "
                      "Do any other work (zero-filling, edges) inside that kernel.")
-        raise CheckFailed("\n".join(lines))
+        raise CheckFailed("\n".join(lines), reason="no-tensor-cores")
+    _require_executed(wmma_gemm, listings, what)
     if verbose:
         for l in listings:
             print(f"✓ {what} tensor cores: `{l.name}` {_describe(l)}")
@@ -227,6 +230,8 @@ def _kernels_launched_by(fn: Callable) -> list:
     device = "cuda" if gpu_or_reason()[0] else "cpu"
     kernels: list = []
     refused = None
+    if remote.is_remote(fn):
+        return _kernels_launched_remotely(fn, device)
     with sass.recorded_launches() as launched:
         for m, n, k in _RECORD_SIZES:
             a = torch.empty(m, k, device=device, dtype=torch.float16)
@@ -245,6 +250,41 @@ def _kernels_launched_by(fn: Callable) -> list:
         if all(kernel is not k for k in kernels):
             kernels.append(kernel)
     return kernels
+
+
+def _kernels_launched_remotely(fn, device: str) -> list:
+    """The same, for a launcher running in the grader's worker: it records there and sends the sources."""
+    kernels, seen, refused = [], set(), None
+    for m, n, k in _RECORD_SIZES:
+        a = torch.empty(m, k, device=device, dtype=torch.float16)
+        b = torch.empty(k, n, device=device, dtype=torch.float16)
+        out = torch.empty(m, n, device=device, dtype=torch.float32)
+        try:
+            recorded = fn.record_launches(a, b, out)
+        except CheckFailed as exc:
+            refused = refused or exc
+            continue
+        for r in recorded:
+            if (r["name"], r["source"]) not in seen:
+                seen.add((r["name"], r["source"]))
+                kernels.append(load_kernel(r["source"], r["name"], tuple(r["options"]), r["where"]))
+    if not kernels and refused is not None:
+        raise refused
+    return kernels
+
+
+def _require_executed(fn, listings: list, what: str) -> None:
+    """On a GPU, the kernels a real launch runs must be the inspected ones that have tensor cores."""
+    if not (remote.is_remote(fn) and gpu_or_reason()[0]):
+        return
+    check_correctness(WMMA_GEMM, fn, [_RECORD_SIZES[1]], trials=1, verbose=False)
+    ran = set(fn.last_facts.get("launches", []))
+    with_tc = {l.name for l in listings if l.tensor_core_instructions()}
+    other = sorted(ran - with_tc)
+    if other:
+        raise CheckFailed(f"{what} tensor cores: a real launch of wmma_gemm ran {', '.join(f'`{k}`' for k in other)}, "
+                          "which was not among the inspected kernels with tensor-core instructions.",
+                          reason="no-tensor-cores")
 
 
 def _describe(listing: sass.Listing) -> str:

@@ -27,7 +27,7 @@ from typing import Callable
 
 import torch
 
-from .. import correctness, plots
+from .. import correctness, plots, remote
 from ..answers import call_learner, require_close
 from ..device import free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed, LadderError, NoGPUError, NotImplementedYet
@@ -191,6 +191,8 @@ def _triton_trouble(exc: Exception) -> LadderError | None:
 
 def bind(attention: Callable, causal: bool) -> Callable:
     """`attention(q, k, v, out, causal)` as the harness's `fn(q, k, v, out)`."""
+    if remote.is_remote(attention):  # runs in the grader's worker: bind there, so batches stay in the worker
+        return attention.with_trailing(causal)
     def launcher(q, k, v, out):
         try:
             attention(q, k, v, out, causal)
@@ -408,7 +410,8 @@ def check_attention_memory(attention, sizes=MEMORY_SIZES) -> dict:
                             f"{_mib(budget)}.\n" + "\n".join(lines) + "\n"
                             "Memory that grows like N^2 means scores (or probabilities) stored for every "
                             f"(query, key) pair: {_mib(scores)} in fp16 here. Keep each score tile in registers: "
-                            "compute it, fold it into the running max, sum and accumulator, and drop it.")
+                            "compute it, fold it into the running max, sum and accumulator, and drop it.",
+                            reason="memory")
         except LadderError as exc:
             text = err.summary()
             if text:
@@ -430,7 +433,10 @@ def _measured_launch(ex: Exercise, fn: Callable, size) -> int:
     out = correctness.poison(ex.make_output(size, "cuda"))
     what = f"{ex.key} {ex.title}, {describe(size)} (memory check)"
     try:
-        used = extra_memory(lambda *a: launch(ex, fn, a[:-1], a[-1], "cuda"), inputs, out)
+        if remote.is_remote(fn):
+            used = fn.peak_memory(*inputs, out)
+        else:
+            used = extra_memory(lambda *a: launch(ex, fn, a[:-1], a[-1], "cuda"), inputs, out)
     except CheckFailed as exc:
         if "OutOfMemoryError" in str(exc):
             raise CheckFailed(f"{what}: the GPU ran out of memory. A flash kernel needs almost none beyond its "
