@@ -105,6 +105,15 @@ def cmd_check(args) -> int:
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise LadderError(f"no such notebook: {', '.join(missing)}")
+    if args.sanitize:
+        from .sanitize import DEFAULT_TIMEOUT_S, sanitize
+
+        if args.repeat != 1:
+            raise LadderError("--repeat does not go with --sanitize (the sanitizer's verdict does not vary by run)")
+        timeout = args.sanitize_timeout if args.sanitize_timeout is not None else DEFAULT_TIMEOUT_S
+        return sanitize(paths, tools=args.tool, timeout_s=timeout, as_json=args.json)
+    if args.tool or args.sanitize_timeout is not None:
+        raise LadderError("--tool and --sanitize-timeout go with --sanitize")
     return 0 if check(paths, repeat=args.repeat, as_json=args.json) else 1
 
 
@@ -139,6 +148,15 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("notebooks", nargs="+")
     k.add_argument("--json", action="store_true", help="JSON output (schema: docs/check-json.md)")
     k.add_argument("--repeat", type=int, default=1, help="run each notebook N times; all must pass")
+    k.add_argument("--isolated", action="store_true",
+                   help="check graded cells in fresh processes, out of the notebook's reach (docs/isolation.md)")
+    k.add_argument("--sanitize", action="store_true",
+                   help="instead of grading, run your kernels under NVIDIA compute-sanitizer at small sizes "
+                        "(memcheck, racecheck, synccheck; docs/sanitize.md)")
+    k.add_argument("--tool", action="append", choices=("memcheck", "racecheck", "synccheck"),
+                   help="with --sanitize: run only this tool (repeat the flag for several)")
+    k.add_argument("--sanitize-timeout", type=float, metavar="SECONDS",
+                   help="with --sanitize: time limit of each tool's run on each notebook (default 900)")
     k.set_defaults(func=cmd_check)
 
     g = sub.add_parser("grade", help="autograde submissions with nbgrader, write feedback and a grades CSV")
@@ -147,12 +165,17 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--workspace", default="grading", help="nbgrader course folder to grade in (default: grading/)")
     g.add_argument("--csv", help="where to write the grades CSV (default: WORKSPACE/grades.csv)")
     g.add_argument("--bars", help="a pass-bar override file (sets LADDER_BARS for the graded notebooks)")
+    g.add_argument("--isolated", action="store_true",
+                   help="check graded cells in fresh processes, out of the notebook's reach (docs/isolation.md)")
     g.set_defaults(func=cmd_grade)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "isolated", False):
+        import os
+        os.environ["LADDER_ISOLATED"] = "1"
     try:
         return args.func(args)
     except LadderError as exc:

@@ -4,14 +4,16 @@ Input is either nbgrader's `submitted/` tree (submitted/STUDENT/ASSIGNMENT/NOTEB
 folder with one notebook per student (STUDENT.ipynb). Grading happens in a workspace folder that
 is an nbgrader course of its own (source/, release/, submitted/, autograded/, feedback/,
 gradebook.db), so the repository's course/ is never touched. Everything below is nbgrader's own
-machinery, driven through NbGraderAPI; this module only arranges the folders.
+machinery, driven through NbGraderAPI; this module only arranges the folders. The one change to
+nbgrader's pipeline is its execute step (settings.configure_nbgrader puts grader/nbexec.py's
+LadderExecute there): a kernel that dies or hangs fails the cell it was running, not the notebook.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import LadderError
@@ -28,6 +30,9 @@ class StudentGrade:
     cells: dict[str, tuple[float, float]]   # grade_id -> (points, max)
     feedback: Path | None
     error: str | None = None
+    # Cells whose kernel died or hung: each failed alone, the rest of the notebook was still graded
+    # (grader/nbexec.py). Each is "grade_id (or cell N): what happened".
+    kernel_losses: list[str] = field(default_factory=list)
 
 
 def _source_notebook(root: Path, assignment: str) -> Path:
@@ -59,6 +64,26 @@ def collect_submissions(submissions: Path, assignment: str, notebook_name: str) 
     if not found:
         raise LadderError(f"no submissions found in {submissions}: expected STUDENT.ipynb files or "
                           f"STUDENT/{assignment}/{notebook_name}")
+    return found
+
+
+def kernel_losses(autograded_nb: Path) -> list[str]:
+    """The cells of an autograded notebook where LadderExecute lost a kernel or stopped running."""
+    from .nbexec import ENAMES
+
+    if not autograded_nb.is_file():
+        return []
+    import nbformat
+
+    nb = nbformat.read(str(autograded_nb), as_version=4)
+    found = []
+    for index, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            # evalue: nbgrader's own timeout error (the interrupt worked, the kernel lived) has none
+            if out.get("output_type") == "error" and out.get("ename") in ENAMES and out.get("evalue"):
+                name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell {index + 1}"
+                found.append(f"{name}: {out.get('evalue', '').split('. ')[0]}")
+                break
     return found
 
 
@@ -123,8 +148,10 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
                 score, max_score = float(sub.score), float(sub.max_score)
             except MissingEntry:
                 error = error or "no grades recorded"
+        autograded = workspace / "autograded" / student / assignment / source_nb.name
         grades.append(StudentGrade(student, score, max_score, cells,
-                                   feedback if fb["success"] and feedback.is_file() else None, error))
+                                   feedback if fb["success"] and feedback.is_file() else None, error,
+                                   kernel_losses(autograded)))
 
     csv_path = (csv_path or workspace / "grades.csv").resolve()
     with Gradebook(f"sqlite:///{workspace / 'gradebook.db'}") as gb:
@@ -132,6 +159,8 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
     for g in grades:
         status = f"{g.score:g}/{g.max_score:g}" + (f"  ({g.error.splitlines()[0]})" if g.error else "")
         echo(f"{g.student:<20} {status}")
+        for loss in g.kernel_losses:
+            echo(f"    ! {loss}")
         for cell, (pts, mx) in g.cells.items():
             echo(f"    {'✓' if pts == mx else '✗'} {cell:<24} {pts:g}/{mx:g}")
     echo(f"grades: {csv_path}\nfeedback: {workspace / 'feedback'}")

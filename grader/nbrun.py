@@ -1,9 +1,10 @@
 """`ladder check`: execute notebooks fresh and grade their autograded cells exactly as nbgrader does.
 
-The notebook runs top to bottom in a new kernel (nbclient), in its own folder, and is never written
-back. Each autograded test cell is scored with nbgrader's own `determine_grade`: an error or any
-stderr output scores 0. The JSON form (`--json`) is documented in docs/check-json.md and versioned
-by its "schema" field.
+The notebook runs top to bottom in a new kernel, in its own folder, and is never written back. It
+runs through the same executor as autograde (grader/nbexec.py: nbgrader's Execute, but a kernel that
+dies or hangs in a cell fails that cell only, and a fresh kernel carries on). Each autograded test
+cell is scored with nbgrader's own `determine_grade`: an error or any stderr output scores 0. The
+JSON form (`--json`) is documented in docs/check-json.md and versioned by its "schema" field.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .settings import CELL_TIMEOUT_S
+from .settings import CELL_TIMEOUT_S, configure_nbgrader
 
 SCHEMA = "kernel-ladder.check/1"
 
@@ -38,7 +39,12 @@ class NotebookResult:
     run: int
     seconds: float
     cells: list[CellResult] = field(default_factory=list)
-    error: str | None = None   # the notebook could not be run to the end (kernel died, timeout)
+    # The notebook could not be run to the end: its kernel would not start, or was lost (died or
+    # hung) more often than the restarts allowed.
+    error: str | None = None
+    # Each time the notebook's kernel died or hung in a cell: that cell failed, a fresh kernel re-ran
+    # the cells before it and the run went on (grader/nbexec.py).
+    kernel_losses: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -65,6 +71,13 @@ def _is_autograded_test(cell) -> bool:
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
+def _not_run(cell) -> bool:
+    """LadderExecute marked the cell not run: the kernel was lost too often before it."""
+    from .nbexec import NOT_RUN
+
+    return any(o.get("output_type") == "error" and o.get("ename") == NOT_RUN for o in cell.get("outputs", []))
+
+
 def grade_cells(nb, executed_ids: set[str] | None = None) -> list[CellResult]:
     """Score the autograded test cells of an executed notebook with nbgrader's rule."""
     from nbgrader.utils import determine_grade
@@ -75,7 +88,7 @@ def grade_cells(nb, executed_ids: set[str] | None = None) -> list[CellResult]:
             continue
         gid = cell.metadata.nbgrader.get("grade_id", "?")
         max_points = float(cell.metadata.nbgrader.get("points", 0))
-        if executed_ids is not None and cell.get("id") not in executed_ids:
+        if (executed_ids is not None and cell.get("id") not in executed_ids) or _not_run(cell):
             results.append(CellResult(gid, 0.0, max_points, "not-run"))
             continue
         points, max_points = determine_grade(cell)
@@ -90,29 +103,40 @@ def grade_cells(nb, executed_ids: set[str] | None = None) -> list[CellResult]:
 
 def run_notebook(path: Path, run: int = 1, timeout: int = CELL_TIMEOUT_S) -> NotebookResult:
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from traitlets.config import Config
+
+    from .nbexec import LadderExecute
 
     nb = nbformat.read(str(path), as_version=4)
-    executed: set[str] = set()
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(path.parent.resolve())}},
-                            on_cell_executed=lambda cell, **_: executed.add(cell.get("id")))
+    # nbgrader's own execution settings, so a cell behaves here as it will under autograde. They
+    # go through the config: ExecutePreprocessor.preprocess re-initialises the client from config
+    # and would drop keyword arguments.
+    c = Config()
+    configure_nbgrader(c)
+    c.LadderExecute.timeout = timeout
+    c.LadderExecute.kernel_name = "python3"
+    executor = LadderExecute(config=c)
     start = time.perf_counter()
     error = None
     try:
-        client.execute()
-    except CellTimeoutError as exc:
-        error = f"a cell ran longer than {timeout} s: {str(exc).splitlines()[0]}"
-    except DeadKernelError as exc:
-        error = f"the notebook's kernel died: {exc}"
-    result = NotebookResult(str(path), run, time.perf_counter() - start, error=error)
-    result.cells = grade_cells(nb, executed if error else None)
+        executor.preprocess(nb, {"metadata": {"path": str(path.parent.resolve())}})
+    except Exception as exc:  # the kernel would not start or answer: nothing more can run
+        first = (str(exc).strip().splitlines() or [""])[0]
+        error = f"the notebook could not be run: {type(exc).__name__}: {first}"
+    losses = [crash.describe() for crash in getattr(executor, "crashes", [])]
+    if getattr(executor, "stopped", None) and not error:
+        error = f"{executor.stopped}: the cells after the last loss were not run"
+    result = NotebookResult(str(path), run, time.perf_counter() - start, error=error, kernel_losses=losses)
+    # Cells that ran (to the end, or until their kernel was lost); the others score 0 as not run.
+    ran = getattr(executor, "ran", set()) | set(getattr(executor, "lost", ()))
+    result.cells = grade_cells(nb, {nb.cells[i].get("id") for i in ran} if error else None)
     return result
 
 
 def format_result(r: NotebookResult) -> str:
     lines = [f"{r.path}  (run {r.run}, {r.seconds:.0f} s)"]
+    for loss in r.kernel_losses:
+        lines.append(f"  ! {loss}")
     if r.error:
         lines.append(f"  ! {r.error}")
     if not r.cells:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 COURSE_ID = "kernel-ladder"
 SOURCE_DIR = "solutions"
 RELEASE_DIR = "course"
@@ -10,6 +12,25 @@ RELEASE_DIR = "course"
 # nbgrader's default is 30 s a cell. A speed cell warms up, times interleaved rounds against torch
 # and may compile (NVRTC, torch.compile, Triton autotuning in later chapters): minutes, not seconds.
 CELL_TIMEOUT_S = 900
+
+# How many fresh kernels one notebook may get after its kernel dies or hangs in a cell. The next
+# loss ends that notebook's run: its remaining cells score 0 as "not run", the rest stay graded.
+MAX_KERNEL_RESTARTS = 3
+
+
+def autograde_preprocessors() -> list:
+    """nbgrader's autograde pipeline with its Execute step replaced by grader.nbexec.LadderExecute."""
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+
+    from .errors import LadderError
+    from .nbexec import LadderExecute
+
+    steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
+    if Execute not in steps:
+        raise LadderError("this nbgrader's autograde has no Execute step to replace: grader/nbexec.py "
+                          f"was written for nbgrader 0.9.6 (its steps here: {steps})")
+    return [LadderExecute if step is Execute else step for step in steps]
 
 
 def configure_nbgrader(c, root: str | None = None) -> None:
@@ -27,6 +48,14 @@ def configure_nbgrader(c, root: str | None = None) -> None:
     # A GPU check that hangs must not hold the grading of the rest of the class.
     c.Execute.startup_timeout = 120
     c.Execute.execute_retries = 0
+    # A kernel that dies (segfault, os._exit, a CUDA fault, the OOM killer) or hangs past the
+    # timeout costs only the cell it was running: nbgrader's own Execute would let the error escape,
+    # and nbgrader then deletes the student's whole autograded notebook. See grader/nbexec.py.
+    c.Autograde.autograde_preprocessors = autograde_preprocessors()
+    c.LadderExecute.max_kernel_restarts = MAX_KERNEL_RESTARTS
+    # Graded test cells checked in fresh processes (grader/isolate.py) when LADDER_ISOLATED=1
+    # (`ladder check --isolated`, `ladder grade --isolated`); the notebook kernels inherit nothing from it.
+    c.LadderExecute.isolated_checks = os.environ.get("LADDER_ISOLATED") == "1"
     # Kernel reports are short; a runaway print loop must not bloat a feedback page.
     c.LimitOutput.max_lines = 400
     c.LimitOutput.max_traceback = 60
