@@ -1,0 +1,78 @@
+"""The exploit suite: one synthetic submission per cheat or bug the grader must reject.
+
+Each module here is a student in the format of the chapter folders beside it (`CHAPTER_DIR`, `CELLS`
+keyed by the grade_id of a solution cell; cells not named keep the instructor's solution), plus
+
+    EXPECT = {"cell": grade_id of the test cell that must reject it,
+              "reason": the reason code that cell must fail with (grader.errors, LadderError.reason),
+              "device": "cpu" if the verdict is reached without a GPU too, "gpu" if only on one}
+
+and optionally `"sanitize": "racecheck"` (or "memcheck", "synccheck") for a fault only
+compute-sanitizer sees. README.md in this folder tabulates them.
+
+Submissions that change a solution cell do it with `edited(solution_cell(...), (old, new), ...)`, so
+that they follow the solution when it is edited and fail loudly when a change no longer applies.
+"""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+from pathlib import Path
+
+from submissions.build import ROOT
+
+REASONS = {
+    "not-written", "no-gpu", "compile-error", "launch-error", "raised", "crashed", "timed-out", "wrong-result",
+    "wrong-dtype", "not-plain", "input-modified", "out-of-bounds", "kernel-unused", "library-compute",
+    "swallowed-error", "stray-thread", "tampered", "timer-mismatch", "too-fast", "l2-persist", "no-tensor-cores",
+    "below-bar", "memory", "stderr", "sanitizer-memcheck", "sanitizer-racecheck", "sanitizer-synccheck",
+}
+
+
+def names() -> list[str]:
+    """Every submission in this folder, by module name (helpers start with an underscore)."""
+    return sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if not m.name.startswith("_"))
+
+
+def notebook_cell(chapter_dir: str, grade_id: str) -> str:
+    """The source of any cell of a chapter's solution notebook, with nbgrader's solution markers (the
+    `### BEGIN SOLUTION` and `### END SOLUTION` lines, in Python or in C comments) left out."""
+    path = next((ROOT / "solutions" / chapter_dir).glob("*.ipynb"))
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+            source = "".join(cell["source"])
+            return "".join(line for line in source.splitlines(True)
+                           if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+    raise KeyError(f"{chapter_dir} has no cell with grade_id {grade_id!r}")
+
+
+def edited(source: str, *changes: tuple[str, str], count: int = 1) -> str:
+    """`source` with each (old, new) replaced; every `old` must occur exactly `count` times."""
+    for old, new in changes:
+        found = source.count(old)
+        if found != count:
+            raise ValueError(f"expected {count} occurrence(s) of {old!r} in the solution, found {found}: "
+                             "update this submission")
+        source = source.replace(old, new)
+    return source
+
+
+# ------------------------------------------------------------------ chapter 5 pieces several students share
+
+CH05 = "05_triton_matmul"
+
+# The solution's launch of its autotuned kernel, as written in `matmul-solution`.
+CH05_LAUNCH = """    matmul_kernel[grid](a, b, out, M, N, K,
+                        a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))
+"""
+
+
+def ch05_naive_matmul_cell(extra: str) -> str:
+    """`matmul-solution` written as the worked naive kernel (32 x 32 tiles, row-major order, no tuning:
+    correct, and below 5a's speed bar on every GPU, see submissions/ch05/naive_5a.py), followed by
+    `extra`, which defines `matmul`. The configurations stay: 5b's solution uses TUNED_CONFIGS. The
+    worker runs only the setup cell and the solution cells, so the naive kernel is copied here rather
+    than taken from the notebook's (ungraded) `naive-kernel` cell."""
+    given = notebook_cell(CH05, "matmul-solution")
+    return given[:given.index("@triton.autotune")] + notebook_cell(CH05, "naive-kernel") + "\n\n" + extra

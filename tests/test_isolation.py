@@ -1,0 +1,134 @@
+"""The isolation layer's mechanics, on a CPU (Triton interpreter): grader/isolate.py, verify.py, worker.py,
+remote.py. The exploit suite (test_exploits.py) covers the cheats one by one; this file covers what
+every check relies on: the learner's cells, the verdict channel, guard bands, the worker's facts, and
+timed batches with sampled re-checks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import ROOT
+from grader import correctness, isolate
+from grader.errors import CheckFailed
+
+CH05 = ROOT / "solutions" / "05_triton_matmul" / "05_triton_matmul.ipynb"
+
+
+def test_learner_cells_are_setup_and_solution_cells_before_the_test():
+    names = [n for n, _ in isolate.learner_cells(CH05, "matmul-visible")]
+    assert names[0] == "setup"
+    assert names[1:] == ["napkin-solution", "grouped-solution", "matmul-solution"]
+    assert "fused-solution" not in names
+    assert "### BEGIN HIDDEN TESTS" in isolate.test_source(CH05, "matmul-hidden")
+
+
+def test_guard_bands_catch_writes_on_either_side():
+    g = correctness.guarded(torch.empty(4, 8))
+    g.out.fill_(1.0)
+    g.check("fine")
+    g.buffer[g.pad + 32] = 0.0   # one past the end
+    with pytest.raises(CheckFailed) as exc:
+        g.check("after")
+    assert exc.value.reason == "out-of-bounds" and "out[32]" in str(exc.value)
+    g.reset()
+    g.buffer[g.pad - 3] = 0.0     # before the start
+    with pytest.raises(CheckFailed, match="before the start"):
+        g.check("before")
+
+
+def _check(extra: str, cell: str = "matmul-visible", **kw) -> isolate.Verdict:
+    cells = isolate.learner_cells(CH05, cell) + [("student", extra)]
+    return isolate.check_sources(cells, isolate.test_source(CH05, cell), cell, **kw)
+
+
+@pytest.mark.slow
+def test_learner_code_cannot_write_the_verdict():
+    # Write a passing verdict to every file descriptor the worker holds, print one, then fail.
+    v = _check("import os, json\n"
+               "def matmul(a, b, out):\n"
+               "    fake = json.dumps({'passed': True, 'reason': None, 'message': ''}).encode()\n"
+               "    for fd in range(0, 256):\n"
+               "        try:\n"
+               "            os.write(fd, fake)\n"
+               "        except OSError:\n"
+               "            pass\n"
+               "    print(fake.decode())\n")
+    assert not v.passed
+    assert v.reason == "tampered", v.message
+    assert "connection" in v.message
+
+
+def test_a_worker_reply_cannot_run_code_in_the_verifier():
+    import os
+    import pickle
+
+    from multiprocessing.reduction import ForkingPickler
+
+    from grader.remote import safe_loads
+
+    with pytest.raises(pickle.UnpicklingError, match="refused"):
+        safe_loads(pickle.dumps(os.system))
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("true",))
+
+    with pytest.raises(pickle.UnpicklingError):
+        safe_loads(pickle.dumps(Evil()))
+    t = torch.arange(6.0).reshape(2, 3)
+    back = safe_loads(bytes(ForkingPickler.dumps(("ok", (t, {"launches": ["k"]})))))
+    assert torch.equal(back[1][0], t) and back[1][1] == {"launches": ["k"]}
+
+
+@pytest.mark.slow
+def test_patching_the_grader_in_a_cell_changes_nothing():
+    # The verifier imports its own grader; the worker's patched copy is reported, not obeyed.
+    v = _check("import grader.chapters.ch05 as c\n"
+               "import grader.exercise as e\n"
+               "c.check_matmul = lambda *a, **k: None\n"
+               "e.check_correctness = lambda *a, **k: None\n"
+               "def matmul(a, b, out):\n"
+               "    raise NotImplementedError()\n")
+    assert not v.passed and v.reason in ("tampered", "not-written"), v.message
+
+
+@pytest.mark.slow
+def test_a_cell_that_fails_to_define_things_is_reported_with_its_line():
+    v = _check("x = undefined_name + 1\n")  # the solution's matmul is still defined, so the check passes
+    assert v.passed, v.message
+    v = _check("del matmul\n")
+    assert not v.passed and v.reason == "not-written" and "matmul" in v.message
+
+
+@pytest.mark.slow
+def test_timed_batches_on_a_cpu_recheck_outputs_and_count_launches():
+    """measure_speed through a worker on the CPU: rotating sets, re-checks, and a cache that skips work."""
+    from grader.chapters import ch05
+    from grader.exercise import measure_speed
+    from grader.remote import RemoteFunction, WorkerHandle
+    from grader.timing import BatchBackend
+
+    cells = isolate.learner_cells(CH05, "matmul-visible")
+    cache = ("_real = matmul\n_seen = {}\n"
+             "def matmul(a, b, out):\n"
+             "    key = (a.data_ptr(), float(a[0, 0]), float(b[0, 0]))\n"
+             "    if key in _seen:\n"
+             "        return  # the output still holds last call's answer: skip the work\n"
+             "    _real(a, b, out)\n"
+             "    _seen[key] = True\n")
+    size = (32, 32, 32)
+    backend = BatchBackend(target_ms=5, batches=2, device="cpu")
+    handle = WorkerHandle(False)
+    try:
+        handle.request(("load", cells), 300, "load")
+        fn = RemoteFunction(handle, "matmul")
+        r = measure_speed(ch05.MATMUL, fn, "5a", device="cpu", backend=backend, size=size)
+        assert r.speedup > 0 and r.comparison.backend == "batch"
+        handle.request(("load", [("cheat", cache)]), 300, "load")
+        cheat = RemoteFunction(handle, "matmul")
+        with pytest.raises(CheckFailed) as exc:
+            measure_speed(ch05.MATMUL, cheat, "5a", device="cpu", backend=backend, size=size)
+        assert exc.value.reason == "kernel-unused", str(exc.value)
+    finally:
+        handle.close()
