@@ -287,6 +287,11 @@ def _launch_and_verify(ex: Exercise, fn: Callable, size, inputs, pristine, out, 
     `out` matches the reference."""
     correctness.poison(out)
     launch(ex, fn, inputs, out, dev)
+    _verify(ex, size, inputs, pristine, out, what, guard)
+
+
+def _verify(ex: Exercise, size, inputs, pristine, out, what: str, guard: correctness.Guarded | None = None) -> None:
+    """After a launch: the guard bands, untouched inputs, the output's dtype and its values."""
     if guard is not None:
         guard.check(what)
     correctness.require_unchanged(pristine, inputs, what, ex.arg_names)
@@ -450,13 +455,7 @@ class _TimedSets:
         if self.checked == 0 or self.rng.random() < 0.3:
             i = self.rng.randrange(min(reps, len(self.sets)))  # a set this batch wrote
             inputs, pristine, g = self.sets[i]
-            what = f"{self.what} (a timed call, re-checked)"
-            g.check(what)
-            correctness.require_unchanged(pristine, inputs, what, self.ex.arg_names)
-            expected = self.ex.reference(*[t.to(torch.float64) for t in pristine])
-            rtol, atol = self.ex.tolerance_for(self.size)
-            correctness.compare(g.out, expected, rtol=rtol, atol=atol, what=what)
-            del expected
+            _verify(self.ex, self.size, inputs, pristine, g.out, f"{self.what} (a timed call, re-checked)", g)
             gen, _ = correctness.fresh_generator(self.dev)
             for t, fresh in zip(inputs, self.ex.make_inputs(self.size, gen, self.dev)):
                 t.copy_(fresh)

@@ -54,18 +54,21 @@ def _meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
+def is_learner_cell(cell) -> bool:
+    """The code a check rebuilds the learner's work from: the setup cell and every solution cell."""
+    meta = _meta(cell)
+    return cell.get("cell_type") == "code" and (meta.get("grade_id") == SETUP_CELL or bool(meta.get("solution")))
+
+
 def learner_cells(nb, upto: str | None = None) -> list[tuple[str, str]]:
     """(name, source) of the setup cell and every solution cell before the test cell `upto`."""
     nb = _read(nb)
     cells = []
     for cell in nb.cells:
-        meta = _meta(cell)
-        gid = meta.get("grade_id")
+        gid = _meta(cell).get("grade_id")
         if upto is not None and gid == upto:
             break
-        if cell.get("cell_type") != "code":
-            continue
-        if gid == SETUP_CELL or meta.get("solution"):
+        if is_learner_cell(cell):
             cells.append((gid or f"cell-{len(cells)}", "".join(cell.get("source", ""))))
     return cells
 

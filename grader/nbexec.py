@@ -34,6 +34,8 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
+from .isolate import is_autograded_test
+
 # The `ename` of the error outputs this module writes; nbrun and grading recognise them.
 DIED = "DeadKernelError"
 TIMED_OUT = "CellTimeoutError"
@@ -60,10 +62,6 @@ class Crash:
         return f"{where}{when} {self.detail}, so its kernel was shut down"
 
 
-def is_graded_test(cell) -> bool:
-    """An autograded test cell: code with points and no solution (nbgrader's 'autograder tests')."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
 def _grade_id(cell) -> str | None:
@@ -156,7 +154,7 @@ class LadderExecute(Execute):
 
     def preprocess_cell(self, cell, resources, index):
         self._check_assign_resources(resources)
-        if is_graded_test(cell):
+        if is_autograded_test(cell):
             cell = self.run_graded_test_cell(cell, index)
         else:
             cell = self.execute_cell(cell, index, store_history=True)
@@ -205,7 +203,7 @@ class LadderExecute(Execute):
         test cell checked in a separate process only hands its values to the kernel again.
         """
         gid = _grade_id(cell)
-        if self.isolated_checks and is_graded_test(cell) and gid in self.verdicts:
+        if self.isolated_checks and is_autograded_test(cell) and gid in self.verdicts:
             self._share_values(self.verdicts[gid], index)
             return
         self.execute_cell(cell, index, store_history=False)

@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .isolate import is_autograded_test
 from .settings import CELL_TIMEOUT_S, configure_nbgrader
 
 SCHEMA = "kernel-ladder.check/1"
@@ -66,11 +67,6 @@ class NotebookResult:
         return d
 
 
-def _is_autograded_test(cell) -> bool:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
 def _not_run(cell) -> bool:
     """LadderExecute marked the cell not run: the kernel was lost too often before it."""
     from .nbexec import NOT_RUN
@@ -84,7 +80,7 @@ def grade_cells(nb, executed_ids: set[str] | None = None) -> list[CellResult]:
 
     results = []
     for cell in nb.cells:
-        if not _is_autograded_test(cell):
+        if not is_autograded_test(cell):
             continue
         gid = cell.metadata.nbgrader.get("grade_id", "?")
         max_points = float(cell.metadata.nbgrader.get("points", 0))

@@ -115,13 +115,12 @@ def _cell_source(cell) -> str:
 
 def learner_cells(nb: dict) -> list[tuple[int, str, str]]:
     """(index, grade_id, source) of the setup cell and every nbgrader solution cell, in order."""
+    from .isolate import is_learner_cell
+
     found = []
     for index, cell in enumerate(nb.get("cells", [])):
-        if cell.get("cell_type") != "code":
-            continue
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        gid = meta.get("grade_id", "")
-        if gid == "setup" or meta.get("solution"):
+        if is_learner_cell(cell):
+            gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
             found.append((index, gid or f"cell-{index}", _cell_source(cell)))
     return found
 

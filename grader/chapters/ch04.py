@@ -226,51 +226,39 @@ def plot_results(**results: SpeedResult | None):
 # ------------------------------------------------------------------------------------ helpers
 
 def _kernels_launched_by(fn: Callable) -> list:
-    """The CudaKernels `fn` launches at a few shapes; launches are recorded, never run."""
+    """The CudaKernels `fn` launches at a few shapes; launches are recorded, never run.
+
+    A launcher running in the grader's worker records there and sends back the kernels' sources."""
     device = "cuda" if gpu_or_reason()[0] else "cpu"
-    kernels: list = []
-    refused = None
-    if remote.is_remote(fn):
-        return _kernels_launched_remotely(fn, device)
-    with sass.recorded_launches() as launched:
-        for m, n, k in _RECORD_SIZES:
-            a = torch.empty(m, k, device=device, dtype=torch.float16)
-            b = torch.empty(k, n, device=device, dtype=torch.float16)
-            out = torch.empty(m, n, device=device, dtype=torch.float32)
-            try:
-                # "cpu": nothing was launched, so there is nothing to wait for.
-                launch(WMMA_GEMM, fn, (a, b), out, "cpu")
-            except CheckFailed as exc:
-                # A launcher that refuses a shape is for the correctness cells to judge; this check
-                # only needs the kernels of the shapes it accepts.
-                refused = refused or exc
-    if not launched and refused is not None:
-        raise refused
-    for kernel in launched:
-        if all(kernel is not k for k in kernels):
-            kernels.append(kernel)
-    return kernels
-
-
-def _kernels_launched_remotely(fn, device: str) -> list:
-    """The same, for a launcher running in the grader's worker: it records there and sends the sources."""
     kernels, seen, refused = [], set(), None
     for m, n, k in _RECORD_SIZES:
         a = torch.empty(m, k, device=device, dtype=torch.float16)
         b = torch.empty(k, n, device=device, dtype=torch.float16)
         out = torch.empty(m, n, device=device, dtype=torch.float32)
         try:
-            recorded = fn.record_launches(a, b, out)
+            launched = _record_launches(fn, a, b, out)
         except CheckFailed as exc:
+            # A launcher that refuses a shape is for the correctness cells to judge; this check
+            # only needs the kernels of the shapes it accepts.
             refused = refused or exc
             continue
-        for r in recorded:
-            if (r["name"], r["source"]) not in seen:
-                seen.add((r["name"], r["source"]))
-                kernels.append(load_kernel(r["source"], r["name"], tuple(r["options"]), r["where"]))
+        for kernel in launched:
+            if (kernel.name, kernel.source) not in seen:
+                seen.add((kernel.name, kernel.source))
+                kernels.append(kernel)
     if not kernels and refused is not None:
         raise refused
     return kernels
+
+
+def _record_launches(fn: Callable, a, b, out) -> list:
+    if remote.is_remote(fn):
+        return [load_kernel(r["source"], r["name"], tuple(r["options"]), r["where"])
+                for r in fn.record_launches(a, b, out)]
+    with sass.recorded_launches() as launched:
+        # "cpu": nothing was launched, so there is nothing to wait for.
+        launch(WMMA_GEMM, fn, (a, b), out, "cpu")
+    return launched
 
 
 def _require_executed(fn, listings: list, what: str) -> None:
