@@ -15,11 +15,11 @@ def call_learner(fn, *args, exercise: str, names: str):
     """Call a learner's function; a stub becomes NotImplementedYet, any other error a CheckFailed."""
     try:
         return fn(*args)
-    except LadderError:  # e.g. from the grader's worker: keeps its reason (not-plain, timed-out, ...)
-        raise
-    except NotImplementedError:
+    except (NotImplementedError, NotImplementedYet):  # the worker reports a stub as NotImplementedYet
         raise NotImplementedYet(f"exercise {exercise} is not written yet: write {names} in the cell above "
                                 "this one, replacing `raise NotImplementedError()`.") from None
+    except LadderError:  # e.g. from the grader's worker: keeps its reason (not-plain, timed-out, ...)
+        raise
     except Exception as exc:
         raise CheckFailed(f"{getattr(fn, '__name__', 'your function')}{args} raised {type(exc).__name__}: {exc}") from None
 

@@ -166,16 +166,22 @@ def _learner_frames(exc: BaseException) -> str:
     return "".join(traceback.format_list(frames[-4:]))
 
 
+def _not_written_yet(ex: Exercise) -> NotImplementedYet:
+    return NotImplementedYet(f"exercise {ex.key} ({ex.title}) is not written yet: write `{ex.signature}` "
+                             f"and its kernel in {ex.where}, replacing `raise NotImplementedError()`.")
+
+
 def launch(ex: Exercise, fn: Callable, inputs, out, device: str, noop: bool = False) -> None:
     """Call the learner's launcher once and wait for the GPU, turning every failure into a message."""
     try:
         with remote.launching(noop=noop):
             fn(*inputs, out)
-    except LadderError:
+    except LadderError as exc:
+        if isinstance(exc, NotImplementedYet) and remote.is_remote(fn):  # the worker's general wording
+            raise _not_written_yet(ex) from None
         raise
     except NotImplementedError:
-        raise NotImplementedYet(f"exercise {ex.key} ({ex.title}) is not written yet: write `{ex.signature}` "
-                                f"and its kernel in {ex.where}, replacing `raise NotImplementedError()`.") from None
+        raise _not_written_yet(ex) from None
     except Exception as exc:
         where = _learner_frames(exc)
         raise CheckFailed(f"{ex.signature} raised {type(exc).__name__}: {exc}"

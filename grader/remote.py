@@ -222,6 +222,9 @@ class RemoteFunction:
         self.handle, self.name, self.trailing = handle, name, tuple(trailing)
         self.__name__ = name
         self.last_facts: dict = {}
+        # (shapes of the arguments, names of the kernels launched) for every launcher call, no-op
+        # probes included: what a call on inputs of a given shape launches when it does the work.
+        self.history: list[tuple[tuple, frozenset]] = []
 
     def __repr__(self) -> str:
         return f"<your {self.name}, running in a separate process>"
@@ -241,6 +244,8 @@ class RemoteFunction:
         self.handle.called.add(self.name)
         self.last_facts = facts
         enforce(facts, what, launcher=bool(policy.get("launcher")))
+        if policy.get("launcher") and not policy.get("record"):
+            self.history.append((shape_key(args + self.trailing), frozenset(facts.get("launches", ()))))
         return result
 
     def __call__(self, *args, **kwargs):
@@ -259,6 +264,17 @@ class RemoteFunction:
 
     def batch(self, argsets: list[tuple], after_batch=None) -> "RemoteBatch":
         return RemoteBatch(self, argsets, after_batch)
+
+
+def shape_key(args) -> tuple:
+    """What a launcher may legitimately branch on: tensor shapes, dtypes and devices, other values."""
+    key = []
+    for a in args:
+        if hasattr(a, "shape") and hasattr(a, "dtype"):
+            key.append(("tensor", tuple(a.shape), str(a.dtype), str(getattr(a, "device", ""))))
+        else:
+            key.append(("value", repr(a)))
+    return tuple(key)
 
 
 def enforce(facts: dict, what: str, launcher: bool) -> None:
@@ -310,6 +326,11 @@ class RemoteBatch:
         self.fn, self.argsets, self.after_batch = fn, argsets, after_batch
         handle = fn.handle
         args = [tuple(a) + fn.trailing for a in argsets]
+        # The kernels every checked call on inputs of this shape launched (the checked call before
+        # timing and the no-op probe): each timed call must launch them too. A call that launches
+        # only some of them, say a fingerprint kernel that finds a kept result, skipped the work.
+        seen = [names for key, names in fn.history if key == shape_key(args[0])] if args else []
+        self.required = frozenset.intersection(*seen) if seen else frozenset()
         self.bid = handle.request(("bind", fn.name, args, {}), CALL_TIMEOUT_S, f"`{fn.name}`")
         self.batches = 0
 
@@ -322,6 +343,15 @@ class RemoteBatch:
         if reps and facts.get("min_launches", 0) == 0:
             raise CheckFailed(f"{what}: some of the timed calls launched none of your kernels. Every call must "
                               "compute its result (no results kept from an earlier call).", reason="kernel-unused")
+        for names, count in facts.get("kernel_sets", []):
+            missing = sorted(self.required - set(names))
+            if missing:
+                ran = ", ".join(f"`{n}`" for n in names) or "nothing"
+                raise CheckFailed(
+                    f"{what}: {count} of {reps} timed calls launched only {ran}, without "
+                    f"{', '.join(f'`{n}`' for n in missing)}, which a checked call on inputs of the same shape "
+                    "launched. Every call must do the whole computation (no results kept from an earlier call).",
+                    reason="kernel-unused")
         event_ms = facts.get("event_ms")
         if event_ms is None or event_ms <= 0:
             raise CheckFailed(f"{what}: the batch reported no time.", reason="timer-mismatch")

@@ -446,7 +446,7 @@ class Worker:
         for r in range(reps):
             STATE.launches = []
             self._call(fn, argsets[r % len(argsets)], kwargs, record_ops=False)
-            per_call.append(len(STATE.launches))
+            per_call.append(tuple(sorted(set(STATE.launches))))
         # Device-wide synchronize first, then the end event: work on any stream is inside the interval.
         self._sync_or_crash()
         if self.has_gpu:
@@ -458,7 +458,11 @@ class Worker:
             theirs.copy_(mine)
         self._sync()
         facts = self._facts(threads)
-        facts.update(min_launches=min(per_call) if per_call else 0, event_ms=event_ms, worker_host_ms=host_ms)
+        kernel_sets: dict[tuple, int] = {}
+        for names in per_call:
+            kernel_sets[names] = kernel_sets.get(names, 0) + 1
+        facts.update(min_launches=min(map(len, per_call)) if per_call else 0, event_ms=event_ms,
+                     worker_host_ms=host_ms, kernel_sets=[[list(k), n] for k, n in kernel_sets.items()])
         return facts
 
     def serve(self):
@@ -512,12 +516,27 @@ class _LearnerRaised(Exception):
         self.exc = exc
 
 
+def _still_a_stub(exc: BaseException) -> bool:
+    """A released stub: NotImplementedError in Python, or in a `@triton.jit` body, where Triton's
+    compiler rejects the `raise` ("unsupported AST node type: Raise", quoting the line) and its CPU
+    interpreter wraps the NotImplementedError in an InterpreterError."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, NotImplementedError):
+            return True
+        if type(exc).__name__ == "CompilationError" and "NotImplementedError" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def _learner_error(exc: BaseException, state: _State) -> dict:
     from .errors import LadderError, as_dict
 
     if isinstance(exc, LadderError):
         return as_dict(exc)
-    if isinstance(exc, NotImplementedError):
+    if _still_a_stub(exc):
         return {"cls": "NotImplementedYet", "reason": "not-written", "message": "still the released stub: "
                 "replace `raise NotImplementedError()` with your code"}
     text = str(exc).strip()

@@ -130,5 +130,44 @@ def test_timed_batches_on_a_cpu_recheck_outputs_and_count_launches():
         with pytest.raises(CheckFailed) as exc:
             measure_speed(ch05.MATMUL, cheat, "5a", device="cpu", backend=backend, size=size)
         assert exc.value.reason == "kernel-unused", str(exc.value)
+        # The same cache, but every call launches a kernel of the learner's (a fingerprint of the
+        # inputs): the timed calls that find a kept result still skip the matmul kernel.
+        handle.request(("load", [("fingerprint", FINGERPRINT)]), 300, "load")
+        cheat = RemoteFunction(handle, "matmul")
+        with pytest.raises(CheckFailed) as exc:
+            measure_speed(ch05.MATMUL, cheat, "5a", device="cpu", backend=backend, size=size)
+        assert exc.value.reason == "kernel-unused", str(exc.value)
+        assert "only `first_kernel`, without `keep_kernel`, `matmul_kernel`" in str(exc.value), str(exc.value)
     finally:
         handle.close()
+
+
+FINGERPRINT = """
+@triton.jit
+def first_kernel(src_ptr, dst_ptr):
+    tl.store(dst_ptr, tl.load(src_ptr))
+
+
+@triton.jit
+def keep_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+_solution = matmul
+_kept = {}
+
+
+def matmul(a, b, out):
+    first = torch.empty(2, dtype=a.dtype, device=a.device)
+    first_kernel[(1,)](a, first)
+    first_kernel[(1,)](b, first[1:])
+    key = (a.data_ptr(), b.data_ptr(), tuple(first.tolist()))
+    if key in _kept:
+        out.copy_(_kept[key])  # seen these inputs: hand back the kept answer
+        return
+    _solution(a, b, out)
+    kept = torch.empty_like(out)
+    keep_kernel[(1,)](out, kept, out.numel(), BLOCK=triton.next_power_of_2(out.numel()))
+    _kept[key] = kept
+"""

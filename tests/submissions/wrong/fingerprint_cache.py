@@ -5,8 +5,8 @@ copy kernel; on a hit it returns the kept copy with `out.copy_`, launching nothi
 returns is right, and the calls that miss use only the learner's kernels. A timer that calls it
 repeatedly on the same inputs measures a 32 MB copy instead of a 4096^3 matmul and sees it beat
 torch.mm many times over. It must be rejected in the speed cell, where the cache pays: the timed
-calls that hit the cache run no kernel of the learner's, so the learner's kernel is not what
-produces their output."""
+calls that hit the cache launch only the fingerprint kernel, not the matmul kernel that a checked
+call on inputs of the same shape launched, so the learner's matmul is not what produces their output."""
 from submissions.wrong import CH05, CH05_LAUNCH, edited, notebook_cell
 
 CHAPTER_DIR = CH05
