@@ -1,0 +1,117 @@
+"""A whole class autograded through `ladder grade` (isolated, its default): no student loses a grade
+to another's crash, hang or cheat, and no student loses more than the exercises they broke.
+
+Seven synthetic chapter-1 students (tests/submissions/ch01): correct, wrong, killer (the notebook
+kernel dies in one cell), crasher (an illegal memory access in 1a), hanger (a 1a kernel that never
+ends), cheater (torch computes 1a's answer) and tampered (test cells deleted and edited). Time
+limits are short here so that the hanging student costs seconds, not the default minutes.
+LADDER_CLASS=correct,hanger,... grades only those students (a shorter run on a GPU).
+"""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import HAS_GPU, ROOT
+from submissions.build import build
+
+pytestmark = pytest.mark.slow
+
+ALL = ("correct", "wrong", "killer", "crasher", "hanger", "cheater", "tampered")
+STUDENTS = tuple(s for s in os.environ.get("LADDER_CLASS", ",".join(ALL)).split(",") if s in ALL)
+ONE_A = ("vector-add-visible", "vector-add-hidden", "vector-add-speed")
+
+# Full marks are 14; 1a's three cells are 6 points; the napkin cells 1 point each.
+# The killer's notebook kernel dies after its fusion napkin cell defines both functions: the cell's
+# output says so, but the isolated check runs the cell's definitions in its own worker (bare calls
+# such as `os._exit(1)` are left out there), so its functions are graded and earn their point.
+GPU_SCORES = {"correct": 14, "wrong": 1, "killer": 14, "crasher": 8, "hanger": 8, "cheater": 8, "tampered": 12}
+CPU_SCORES = {"correct": 2, "wrong": 1, "killer": 2, "crasher": 2, "hanger": 2, "cheater": 2, "tampered": 0}
+# Why 1a fails, for the students who broke it on purpose (on a GPU; without one every GPU cell says no-gpu).
+GPU_REASONS = {"crasher": "crashed", "hanger": "timed-out", "cheater": "library-compute"}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("class")
+    for name in STUDENTS:
+        build("ch01", "01_vector_add", name, tmp / "submissions" / f"{name}.ipynb")
+    env = dict(os.environ, LADDER_CELL_TIMEOUT_S="45", LADDER_FIRST_CALL_TIMEOUT_S="20",
+               LADDER_CALL_TIMEOUT_S="20", LADDER_CACHE_DIR=str(tmp / "cache"))
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(tmp / "submissions"),
+                           "--assignment", "01_vector_add", "--workspace", str(tmp / "ws")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=3600, env=env)
+    return tmp / "ws", proc
+
+
+def _cells(ws, student) -> dict:
+    """grade_id -> (points, error text) of a student's autograded notebook."""
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{ws / 'gradebook.db'}") as gb:
+        sub = gb.find_submission_notebook("01_vector_add", "01_vector_add", student)
+        points = {g.name: float(g.score or 0) for g in sub.grades if g.max_score}
+    nb = json.loads((ws / "autograded" / student / "01_vector_add" / "01_vector_add.ipynb").read_text())
+    errors = {}
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        errors[gid] = "\n".join(o.get("evalue", "") for o in cell.get("outputs", []) if o["output_type"] == "error")
+    return {gid: (p, errors.get(gid, "")) for gid, p in points.items()}
+
+
+def test_every_student_gets_exactly_the_points_of_the_exercises_they_did_not_break(graded):
+    ws, proc = graded
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with open(ws / "grades.csv") as fh:
+        scores = {row["student_id"]: float(row["score"]) for row in csv.DictReader(fh)}
+    expected = GPU_SCORES if HAS_GPU else CPU_SCORES
+    assert scores == {s: expected[s] for s in STUDENTS}, proc.stdout[-3000:]
+
+
+def test_the_correct_student_loses_nothing_to_the_others(graded):
+    ws, _ = graded
+    cells = _cells(ws, "correct")
+    lost = {gid: err for gid, (p, err) in cells.items() if p == 0 and "no GPU found" not in err}
+    assert not lost, lost
+
+
+@pytest.mark.skipif(not HAS_GPU, reason="needs a GPU: without one every 1a cell fails with no-gpu")
+@pytest.mark.gpu
+@pytest.mark.parametrize("student", sorted(GPU_REASONS))
+def test_a_broken_1a_fails_1a_alone_for_its_reason(graded, student):
+    if student not in STUDENTS:
+        pytest.skip(f"{student} is not in LADDER_CLASS")
+    ws, _ = graded
+    cells = _cells(ws, student)
+    for gid in ONE_A:
+        points, err = cells[gid]
+        assert points == 0 and f"[reason: {GPU_REASONS[student]}]" in err, (gid, err)
+    others = {gid: err for gid, (p, err) in cells.items() if gid not in ONE_A and p == 0}
+    assert not others, f"{student} lost points outside 1a: {others}"
+
+
+@pytest.mark.skipif(HAS_GPU, reason="CPU expectations")
+def test_without_a_gpu_every_gpu_cell_says_so(graded):
+    ws, _ = graded
+    for student in {"correct", "crasher", "hanger", "cheater"} & set(STUDENTS):
+        for gid in ONE_A:
+            points, err = _cells(ws, student)[gid]
+            assert points == 0 and "[reason: no-gpu]" in err, (student, gid, err)
+
+
+def test_the_dying_kernel_and_the_deleted_tests_are_reported(graded):
+    ws, proc = graded
+    if "killer" in STUDENTS:
+        assert "killer" in proc.stdout and "the notebook's kernel died" in proc.stdout
+    if "tampered" not in STUDENTS:
+        pytest.skip("tampered is not in LADDER_CLASS")
+    nb = json.loads((ws / "autograded/tampered/01_vector_add/01_vector_add.ipynb").read_text())
+    sources = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in nb["cells"]
+               if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
+    assert "check_napkin_math" in sources["napkin-test"]
+    assert "check_fusion_napkin" in sources["fusion-napkin-test"]
+    for student in STUDENTS:
+        assert (ws / "feedback" / student / "01_vector_add" / "01_vector_add.html").is_file(), student
