@@ -112,10 +112,10 @@ class LadderExecute(Execute):
     test cells are checked in fresh processes, out of the learner's reach."""
 
     isolated_checks = Bool(
-        False,
+        True,
         help="Check autograded test cells in the grader's own processes (grader/isolate.py) instead of "
-             "the notebook's kernel. Off by default until its timing is calibrated on every chapter "
-             "(see docs/isolation.md); `ladder check --isolated` and `ladder grade --isolated` turn it on.",
+             "the notebook's kernel (docs/isolation.md). On for grading; `ladder grade --in-kernel` or "
+             "LADDER_ISOLATED=0 turns it off. `ladder check` turns it on only with --isolated.",
     ).tag(config=True)
 
     max_kernel_restarts = Integer(
@@ -165,7 +165,7 @@ class LadderExecute(Execute):
     def run_graded_test_cell(self, cell, index: int):
         """Run one autograded test cell and leave its verdict in `cell.outputs`.
 
-        With `isolated_checks` (the default), the cell's source runs in the grader's verifier, a fresh
+        With `isolated_checks` (the default for grading), the cell's source runs in the grader's verifier, a fresh
         process that never runs learner code, against the learner's cells executed in a fresh worker
         (grader/isolate.py); the notebook's kernel only receives the values the cell assigns (its
         results, for later plots). Without it, the cell runs in the notebook's kernel like any other.

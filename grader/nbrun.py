@@ -10,6 +10,7 @@ JSON form (`--json`) is documented in docs/check-json.md and versioned by its "s
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -111,6 +112,10 @@ def run_notebook(path: Path, run: int = 1, timeout: int = CELL_TIMEOUT_S) -> Not
     configure_nbgrader(c)
     c.LadderExecute.timeout = timeout
     c.LadderExecute.kernel_name = "python3"
+    # A learner's own check runs its graded cells in the notebook's kernel (about 4x faster on
+    # chapter 5, where every isolated check autotunes again); `ladder check --isolated` checks them
+    # as grading does.
+    c.LadderExecute.isolated_checks = os.environ.get("LADDER_ISOLATED") == "1"
     executor = LadderExecute(config=c)
     start = time.perf_counter()
     error = None

@@ -11,7 +11,8 @@ RELEASE_DIR = "course"
 
 # nbgrader's default is 30 s a cell. A speed cell warms up, times interleaved rounds against torch
 # and may compile (NVRTC, torch.compile, Triton autotuning in later chapters): minutes, not seconds.
-CELL_TIMEOUT_S = 900
+# LADDER_CELL_TIMEOUT_S overrides it (an instructor with slow GPUs, or a test that expects a hang).
+CELL_TIMEOUT_S = int(os.environ.get("LADDER_CELL_TIMEOUT_S", "900"))
 
 # How many fresh kernels one notebook may get after its kernel dies or hangs in a cell. The next
 # loss ends that notebook's run: its remaining cells score 0 as "not run", the rest stay graded.
@@ -53,9 +54,10 @@ def configure_nbgrader(c, root: str | None = None) -> None:
     # and nbgrader then deletes the student's whole autograded notebook. See grader/nbexec.py.
     c.Autograde.autograde_preprocessors = autograde_preprocessors()
     c.LadderExecute.max_kernel_restarts = MAX_KERNEL_RESTARTS
-    # Graded test cells checked in fresh processes (grader/isolate.py) when LADDER_ISOLATED=1
-    # (`ladder check --isolated`, `ladder grade --isolated`); the notebook kernels inherit nothing from it.
-    c.LadderExecute.isolated_checks = os.environ.get("LADDER_ISOLATED") == "1"
+    # Graded test cells are checked in fresh processes (grader/isolate.py, docs/isolation.md): on by
+    # default for grading (`ladder grade`, `nbgrader autograde`); LADDER_ISOLATED=0 (`ladder grade
+    # --in-kernel`) runs them in the notebook's kernel instead. `ladder check` decides for itself.
+    c.LadderExecute.isolated_checks = os.environ.get("LADDER_ISOLATED", "1") != "0"
     # Kernel reports are short; a runaway print loop must not bloat a feedback page.
     c.LimitOutput.max_lines = 400
     c.LimitOutput.max_traceback = 60

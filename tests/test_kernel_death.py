@@ -47,6 +47,7 @@ def _run(cells, tmp_path, executor_class=LadderExecute, timeout=60, restarts=3):
     c.Execute.interrupt_on_timeout = True
     c.LadderExecute.max_kernel_restarts = restarts
     c.LadderExecute.kernel_name = "python3"
+    c.LadderExecute.isolated_checks = False  # these notebooks test the kernel itself dying or hanging
     executor = executor_class(config=c)
     executor.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     return nb, executor
@@ -194,7 +195,9 @@ def graded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("kernel-death")
     for name in ("killer", "correct"):
         build("ch01", "01_vector_add", name, tmp / "submissions" / f"{name}.ipynb")
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(tmp / "submissions"),
+    # In the notebook's kernel (--in-kernel): the killer's own kernel runs its test cells, so the cell
+    # whose kernel died loses its point. Isolated grading (the default) is tests/test_class.py.
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(tmp / "submissions"), "--in-kernel",
                            "--assignment", "01_vector_add", "--workspace", str(tmp / "ws")],
                           capture_output=True, text=True, cwd=ROOT, timeout=1800)
     return tmp / "ws", proc
