@@ -165,27 +165,22 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--workspace", default="grading", help="nbgrader course folder to grade in (default: grading/)")
     g.add_argument("--csv", help="where to write the grades CSV (default: WORKSPACE/grades.csv)")
     g.add_argument("--bars", help="a pass-bar override file (sets LADDER_BARS for the graded notebooks)")
-    g.add_argument("--isolated", action="store_true",
-                   help="check graded cells in fresh processes, out of the notebook's reach (the default; "
-                        "docs/isolation.md)")
-    g.add_argument("--in-kernel", action="store_true",
-                   help="run graded cells in each notebook's own kernel instead (faster, but a notebook that "
-                        "patches the grader or the timer can fool it)")
+    where = g.add_mutually_exclusive_group()
+    where.add_argument("--isolated", action="store_true",
+                       help="check graded cells in fresh processes, out of the notebook's reach (the default; "
+                            "docs/isolation.md)")
+    where.add_argument("--in-kernel", action="store_true",
+                       help="run graded cells in each notebook's own kernel instead (faster, but a notebook that "
+                            "patches the grader or the timer can fool it)")
     g.set_defaults(func=cmd_grade)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "isolated", False) and getattr(args, "in_kernel", False):
-        print(f"ladder {args.command}: --isolated and --in-kernel contradict each other", file=sys.stderr)
-        return 2
-    if getattr(args, "isolated", False):
+    if getattr(args, "isolated", False) or getattr(args, "in_kernel", False):
         import os
-        os.environ["LADDER_ISOLATED"] = "1"
-    elif getattr(args, "in_kernel", False):
-        import os
-        os.environ["LADDER_ISOLATED"] = "0"
+        os.environ["LADDER_ISOLATED"] = "1" if args.isolated else "0"
     try:
         return args.func(args)
     except LadderError as exc:
