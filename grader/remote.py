@@ -28,6 +28,7 @@ import time
 from .errors import CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
 
 _POLICY: contextvars.ContextVar[dict | None] = contextvars.ContextVar("ladder_launch_policy", default=None)
+_COUNT_TC: contextvars.ContextVar[bool] = contextvars.ContextVar("ladder_count_tensor_cores", default=False)
 
 # Seconds one request may take. The first call of a function compiles (NVRTC, Triton, autotuning).
 FIRST_CALL_TIMEOUT_S = float(os.environ.get("LADDER_FIRST_CALL_TIMEOUT_S", 300))
@@ -43,6 +44,17 @@ def launching(noop: bool = False):
         yield
     finally:
         _POLICY.reset(token)
+
+
+@contextlib.contextmanager
+def counting_tensor_cores():
+    """Calls inside run instrumented copies of the learner's CUDA kernels (grader.tccount); each
+    call's `last_facts["tensor_cores"]` says what their tensor cores did."""
+    token = _COUNT_TC.set(True)
+    try:
+        yield
+    finally:
+        _COUNT_TC.reset(token)
 
 
 def is_remote(fn) -> bool:
@@ -238,6 +250,8 @@ class RemoteFunction:
     def call(self, *args, _opts: dict | None = None, **kwargs):
         policy = dict(_POLICY.get() or {})
         policy.update(_opts or {})
+        if _COUNT_TC.get():
+            policy["count_tensor_cores"] = True
         what = f"`{self.name}`"
         result, facts = self.handle.request(("call", self.name, args + self.trailing, kwargs, policy),
                                             self._timeout(), what)

@@ -33,7 +33,7 @@ WATCHED = [
     ("triton.testing", "do_bench"),
 ]
 GRADER_MODULES = ("grader.exercise", "grader.correctness", "grader.timing", "grader.kernels", "grader.worker",
-                  "grader.remote", "grader.errors", "grader.bars", "grader.device", "grader.answers", "grader.quiet",
+                  "grader.remote", "grader.tccount", "grader.errors", "grader.bars", "grader.device", "grader.answers", "grader.quiet",
                   "grader.chapters.ch01", "grader.chapters.ch02", "grader.chapters.ch03", "grader.chapters.ch04",
                   "grader.chapters.ch05", "grader.chapters.ch06")
 
@@ -60,6 +60,7 @@ class _State:
         self.ops: list[str] = []          # torch ops run on the grader's tensors (or views of them)
         self.input_storages: set[int] = set()
         self.quiet_ops = 0                # >0 inside library code (kernel launches, autotuning)
+        self.tally = None                 # a grader.tccount.Tally while tensor-core work is counted
 
     def reset(self, inputs=()):
         self.launches, self.errors, self.ops, self.recorded = [], [], [], []
@@ -118,6 +119,7 @@ class Watch:
 
 def _install_hooks():
     """Count and optionally suppress launches of the learner's kernels (CudaKernel and Triton)."""
+    from . import tccount
     from .kernels import CudaKernel
 
     original_call = CudaKernel.__call__
@@ -133,6 +135,8 @@ def _install_hooks():
             return None
         STATE.quiet_ops += 1
         try:
+            if STATE.tally is not None:
+                return tccount.launch_counted(self, grid, block, args, shared_mem, STATE.tally)
             return original_call(self, grid, block, args, shared_mem)
         except Exception as exc:
             if STATE.quiet_ops == 1:  # raised to the learner's code, not inside a library that handles it
@@ -373,6 +377,9 @@ class Worker:
         STATE.reset([a for a in list(args) + list(kwargs.values()) if isinstance(a, self.torch.Tensor)])
         STATE.noop = bool(opts.get("noop"))
         STATE.recording = bool(opts.get("record"))
+        if opts.get("count_tensor_cores") and self.has_gpu:
+            from .tccount import Tally
+            STATE.tally = Tally()
         threads = self._threads()
         self._reset_l2()
         peak = None
@@ -387,8 +394,11 @@ class Worker:
                 peak = self.torch.cuda.max_memory_allocated() - before
         finally:
             STATE.noop = STATE.recording = False
+            tally, STATE.tally = STATE.tally, None
         facts = self._facts(threads)
         facts["peak_bytes"] = peak
+        if tally is not None:
+            facts["tensor_cores"] = tally.as_dict()
         if opts.get("record"):
             facts["recorded"] = [{"name": k.name, "source": k.source, "options": list(k.options), "where": k.where}
                                  for k in STATE.recorded]

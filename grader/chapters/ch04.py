@@ -19,11 +19,12 @@ from typing import Callable
 
 import torch
 
-from .. import remote, sass
+from .. import correctness, remote, sass, tccount
 from ..answers import call_learner, check_floor_ms, check_gemm_flops, require_close
 from ..device import gpu_info, gpu_or_reason
 from ..errors import CheckFailed
-from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, check_stretch, launch, measure_speed
+from ..exercise import (Exercise, SpeedResult, _launch_and_verify, check_correctness, check_speed, check_stretch, launch,
+                        measure_speed)
 from ..kernels import load_kernel
 from ..quiet import captured_stderr
 
@@ -87,6 +88,10 @@ HIDDEN_SIZES = [(1, 1, 1), (16, 16, 16), (17, 33, 9), (129, 257, 95), (1000, 150
 STRETCH_SIZES = [(1, 1, 1), (17, 33, 9), (200, 312, 100), (129, 257, 96), (384, 640, 4096)]
 # Shapes at which the tensor-core check watches the launcher (nothing runs): each path it may take.
 _RECORD_SIZES = [SPEED_SIZE, (200, 312, 100), (1, 1, 1)]
+# The shape at which a GPU counts the multiply-adds the tensor cores execute: a multiple of 16, 32, 48,
+# 64, 96, 128, 192, 256 and 384, so that no block tile a GEMM is likely to use leaves edge tiles that
+# might excuse work done on the FMA units.
+COUNT_SIZE = (768, 768, 768)
 
 
 # ------------------------------------------------------------------ what the notebook calls
@@ -262,17 +267,63 @@ def _record_launches(fn: Callable, a, b, out) -> list:
 
 
 def _require_executed(fn, listings: list, what: str) -> None:
-    """On a GPU, the kernels a real launch runs must be the inspected ones that have tensor cores."""
-    if not (remote.is_remote(fn) and gpu_or_reason()[0]):
+    """On a GPU: launched for real, the tensor cores must do every multiply-add of the product.
+
+    The launcher runs once at COUNT_SIZE on fresh random inputs, with each of its kernels replaced by
+    an instrumented copy that counts the multiply-adds its tensor-core MMAs perform (grader.tccount);
+    the result is checked as in every correctness trial. A tensor-core MMA compiled into a branch
+    that never runs is in the SASS, but counts nothing here.
+    """
+    if not gpu_or_reason()[0]:
         return
-    check_correctness(WMMA_GEMM, fn, [_RECORD_SIZES[1]], trials=1, verbose=False)
-    ran = set(fn.last_facts.get("launches", []))
+    gen, _ = correctness.fresh_generator("cuda")
+    inputs = WMMA_GEMM.make_inputs(COUNT_SIZE, gen, "cuda")
+    guard = correctness.guarded(WMMA_GEMM.make_output(COUNT_SIZE, "cuda"))
+    label = f"{what} tensor cores, {_mnk(COUNT_SIZE)}, instrumented run"
+    if remote.is_remote(fn):
+        with remote.counting_tensor_cores():
+            _launch_and_verify(WMMA_GEMM, fn, COUNT_SIZE, inputs, correctness.snapshot(inputs), guard.out, "cuda",
+                               label, guard)
+        counted = fn.last_facts.get("tensor_cores") or {"macs": {}, "uncounted": {}, "unweighed": {}}
+        ran = set(fn.last_facts.get("launches", []))
+    else:
+        with tccount.counting() as tally:
+            _launch_and_verify(WMMA_GEMM, fn, COUNT_SIZE, inputs, correctness.snapshot(inputs), guard.out, "cuda",
+                               label, guard)
+        counted = tally.as_dict()
+        ran = set(counted["macs"]) | set(counted["uncounted"])
+    _judge_count(counted, ran, listings, what)
+
+
+def _judge_count(counted: dict, ran: set, listings: list, what: str) -> None:
+    """The verdict on an instrumented run at COUNT_SIZE: `counted` is a grader.tccount Tally's dict,
+    `ran` the names of the kernels launched, `listings` the inspected kernels."""
+    m, n, k = COUNT_SIZE
     with_tc = {l.name for l in listings if l.tensor_core_instructions()}
     other = sorted(ran - with_tc)
     if other:
         raise CheckFailed(f"{what} tensor cores: a real launch of wmma_gemm ran {', '.join(f'`{k}`' for k in other)}, "
                           "which was not among the inspected kernels with tensor-core instructions.",
                           reason="no-tensor-cores")
+    macs, need = sum(counted["macs"].values()), m * n * k
+    if macs >= need:
+        return
+    if counted["uncounted"]:
+        why = "; ".join(f"`{name}`: {reason}" for name, reason in counted["uncounted"].items())
+        print(f"Note: {what} tensor cores: could not count the multiply-adds your tensor cores execute on this "
+              f"machine ({why}), so this check rests on the instructions compiled into your kernel.")
+        return
+    done = ", ".join(f"`{name}` {v:,}" for name, v in counted["macs"].items()) or "none"
+    unweighed = sorted({op for ops in counted.get("unweighed", {}).values() for op in ops})
+    extra = (f" Only wmma, mma.sync and wgmma instructions can be counted; yours include {', '.join(unweighed)}, "
+             "which count nothing here." if unweighed else "")
+    raise CheckFailed(
+        f"{what} tensor cores: your kernel has tensor-core instructions, but at {_mnk(COUNT_SIZE)} the ones it "
+        f"executed did {macs:,} multiply-adds ({100 * macs / need:.0f}% of the {need:,} the product needs; "
+        f"by kernel: {done}). The result was right, so the rest was computed another way, on the FMA units. "
+        "Every multiply-add must go through wmma::mma_sync: an MMA in a branch that never runs, or one used "
+        "for a part of the tiles only, does not count. (Counted by running a copy of your kernel with a "
+        "counter added before each tensor-core instruction.)" + extra, reason="no-tensor-cores")
 
 
 def _describe(listing: sass.Listing) -> str:

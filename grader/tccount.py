@@ -1,0 +1,239 @@
+"""Count the multiply-adds a CUDA kernel really performs on tensor cores.
+
+A tensor-core instruction in a kernel's SASS proves only that the compiler emitted it: it may sit in
+a branch that never runs. To know what runs, the grader launches an instrumented copy of each of
+the learner's kernels in place of the original. The copy is the learner's source compiled through
+NVRTC to PTX for this GPU, with one extra instruction before every tensor-core MMA (`wmma.mma`,
+`mma.sync`, `wgmma.mma_async`): an atomic add, to a counter in global memory, of the multiply-adds
+that MMA performs, split over the threads that execute it together. Every thread of a warp (of a
+warpgroup for `wgmma`) executes the MMA, so after the launch the counter holds the multiply-adds
+the tensor cores did. The driver compiles the PTX to machine code; the kernel computes the same
+result as before (the grader checks that too).
+
+`counting()` switches it on for kernels launched in this process; the grader's worker does the
+same for a launcher running there (`STATE.tally` in `grader.worker`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import LadderError
+
+COUNTER = "__ladder_tc_macs"
+
+# One PTX instruction line: an optional guard predicate, then the opcode and its operands.
+_INSTRUCTION = re.compile(r"^(?P<indent>\s*)(?P<guard>@!?%?[\w$]+\s+)?(?P<opcode>[a-z][\w.:]*)")
+_SHAPE = re.compile(r"\.m(\d+)n(\d+)k(\d+)(?=\.|$)")
+# Tensor-core opcodes this module cannot weigh (their shape lives in a descriptor, not the opcode).
+_UNWEIGHABLE = re.compile(r"^(tcgen05\.mma|mma\.sp)")
+
+
+def macs_per_thread(opcode: str) -> int | None:
+    """Multiply-adds one thread's share of this tensor-core instruction stands for, or None if the
+    opcode is not a tensor-core MMA.
+
+    - `wmma.mma.sync...mMnNkK`: one warp computes an M x N x K product, M*N*K/32 per thread.
+    - `mma.sync.aligned.mMnNkK`: the same, except the fp16 m8n8k4 form, in which each of the warp's
+      four groups of eight threads computes its own 8 x 8 x 4 product (four times as much).
+    - `wgmma.mma_async...mMnNkK`: a warpgroup of 128 threads computes M x N x K.
+    """
+    if opcode.startswith("wmma.mma"):
+        threads, factor = 32, 1
+    elif opcode.startswith("mma.sync"):
+        threads, factor = 32, 1
+        if ".m8n8k4." in opcode + "." and ".f64" not in opcode:
+            factor = 4
+    elif opcode.startswith("wgmma.mma_async"):
+        threads, factor = 128, 1
+    else:
+        return None
+    shape = _SHAPE.search(opcode)
+    if shape is None:
+        return None
+    m, n, k = map(int, shape.groups())
+    return max(1, m * n * k * factor // threads)
+
+
+@dataclass
+class Instrumented:
+    ptx: str
+    sites: int                                        # tensor-core MMAs instrumented
+    unweighed: list[str] = field(default_factory=list)  # tensor-core opcodes that could not be counted
+
+
+def instrument_ptx(ptx: str) -> Instrumented:
+    """`ptx` with a counting atomic before every tensor-core MMA, and the counter's declaration."""
+    out, sites, unweighed, declared = [], 0, [], False
+    for line in ptx.splitlines():
+        stripped = line.strip()
+        if not declared and stripped.startswith(".address_size"):
+            out.append(line)
+            out.append(f".visible .global .align 8 .u64 {COUNTER};")
+            declared = True
+            continue
+        m = _INSTRUCTION.match(line)
+        if m and not stripped.startswith("//"):
+            opcode = m.group("opcode")
+            if _UNWEIGHABLE.match(opcode):
+                unweighed.append(opcode)
+            weight = macs_per_thread(opcode)
+            if weight is not None:
+                guard = m.group("guard") or ""
+                # A scope of its own, so the register cannot clash with the kernel's.
+                out.append(f"{m.group('indent')}{{ .reg .u64 %ladder_w; mov.u64 %ladder_w, {weight}; "
+                           f"{guard}red.global.add.u64 [{COUNTER}], %ladder_w; }}")
+                sites += 1
+        out.append(line)
+    if not declared:
+        raise LadderError("cannot instrument this PTX: it has no .address_size directive")
+    return Instrumented("\n".join(out) + "\n", sites, unweighed)
+
+
+class Tally:
+    """What the counted launches did: tensor-core multiply-adds by kernel name; kernels whose
+    launches could not be counted here, with the reason (they ran uninstrumented); and tensor-core
+    opcodes that no counter could be attached to (they count nothing)."""
+
+    def __init__(self):
+        self.macs: dict[str, int] = {}
+        self.uncounted: dict[str, str] = {}
+        self.unweighed: dict[str, list[str]] = {}
+
+    def add(self, name: str, macs: int) -> None:
+        self.macs[name] = self.macs.get(name, 0) + int(macs)
+
+    def as_dict(self) -> dict:
+        return {"macs": dict(self.macs), "uncounted": dict(self.uncounted), "unweighed": dict(self.unweighed)}
+
+
+def ptxas_candidates() -> list[str]:
+    """ptxas executables that may be here: on PATH, in a CUDA toolkit, in NVIDIA's nvcc wheel, and
+    the one Triton ships."""
+    from . import sass
+
+    found, seen = [], set()
+    on_path = shutil.which("ptxas")
+    candidates = [Path(on_path)] if on_path else []
+    candidates += [d / "ptxas" for d in sass._tool_dirs()]
+    try:
+        import triton.backends.nvidia as tbn
+        candidates.append(Path(tbn.__file__).parent / "bin" / "ptxas")
+    except Exception:  # no Triton, or a layout without its own ptxas
+        pass
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK) and c.resolve() not in seen:
+            seen.add(c.resolve())
+            found.append(str(c))
+    return found
+
+
+def assemble(ptx: str, arch: str) -> tuple[bytes | None, list[str]]:
+    """The cubin of `ptx` for `arch` from the first ptxas that accepts it, or None; and why each
+    ptxas tried refused (a ptxas older than the PTX, typically)."""
+    refusals = []
+    with tempfile.TemporaryDirectory(prefix="ladder_tc_") as tmp:
+        src, out = Path(tmp) / "counted.ptx", Path(tmp) / "counted.cubin"
+        src.write_text(ptx)
+        for ptxas in ptxas_candidates():
+            try:
+                run = subprocess.run([ptxas, f"-arch={arch}", str(src), "-o", str(out)],
+                                     capture_output=True, text=True, timeout=120)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                refusals.append(f"{ptxas}: {exc}")
+                continue
+            if run.returncode == 0 and out.is_file():
+                return out.read_bytes(), refusals
+            refusals.append(f"{ptxas}: {(run.stderr or run.stdout).strip().splitlines()[:1]}")
+    return None, refusals
+
+
+class _Counted:
+    """The instrumented module of one CudaKernel: assembled by ptxas when one is here (no driver
+    JIT, so an NVRTC newer than the driver is no problem), else compiled from PTX by the driver."""
+
+    def __init__(self, kernel):
+        import cupy
+
+        from . import sass
+
+        arch, _ = sass.target_arch()
+        compiled = sass.compile_kernel(kernel.source, kernel.name, arch, tuple(kernel.options))
+        inst = instrument_ptx(compiled.ptx)
+        self.sites, self.unweighed = inst.sites, inst.unweighed
+        cubin, self.refusals = assemble(inst.ptx, arch)
+        self.how = "ptxas" if cubin is not None else "the driver's PTX compiler"
+        with tempfile.TemporaryDirectory(prefix="ladder_tc_") as tmp:
+            path = Path(tmp) / ("counted.cubin" if cubin is not None else "counted.ptx")
+            if cubin is not None:
+                path.write_bytes(cubin)
+            else:
+                path.write_text(inst.ptx)
+            self.module = cupy.RawModule(path=str(path))
+            self.function = self.module.get_function(kernel.name)
+            self.counter = cupy.ndarray((1,), dtype=cupy.uint64, memptr=self.module.get_global(COUNTER))
+
+
+def _counted(kernel) -> _Counted:
+    cached = getattr(kernel, "_ladder_counted", None)
+    if cached is None or cached[0] != (kernel.source, kernel.options):
+        cached = ((kernel.source, kernel.options), _Counted(kernel))
+        kernel._ladder_counted = cached
+    return cached[1]
+
+
+def launch_counted(kernel, grid, block, args, shared_mem: int, tally: Tally) -> None:
+    """Launch `kernel`'s instrumented copy on `args` and add what its tensor cores did to `tally`.
+
+    When the copy cannot be built here (the driver refuses the PTX, say), the original runs instead
+    and the kernel is noted in `tally.uncounted`."""
+    import cupy
+
+    from .kernels import _as_kernel_arg, _dims
+
+    raw = kernel.compile()   # the learner's compile errors and messages, exactly as without counting
+    try:
+        counted = _counted(kernel)
+    except Exception as exc:  # noqa: BLE001 - report, and run the original so the result still comes
+        tally.uncounted[kernel.name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        grid, block = _dims(grid, "grid"), _dims(block, "block")
+        raw(grid, block, tuple(_as_kernel_arg(a) for a in args), shared_mem=shared_mem)
+        return
+    if counted.unweighed:
+        tally.unweighed[kernel.name] = sorted(set(counted.unweighed))
+    grid, block = _dims(grid, "grid"), _dims(block, "block")
+    converted = tuple(_as_kernel_arg(a) for a in args)
+    cupy.cuda.runtime.deviceSynchronize()
+    counted.counter.fill(0)
+    try:
+        counted.function(grid, block, converted, shared_mem=shared_mem)
+    except cupy.cuda.driver.CUDADriverError as exc:
+        from .errors import KernelLaunchError
+        raise KernelLaunchError(f"launching `{kernel.name}` with grid={grid}, block={block} failed: {exc}") from None
+    cupy.cuda.runtime.deviceSynchronize()
+    tally.add(kernel.name, int(counted.counter.get()[0]))
+
+
+@contextmanager
+def counting():
+    """Inside, every CudaKernel launched in this process runs its instrumented copy; yields a Tally."""
+    from .kernels import CudaKernel
+
+    tally = Tally()
+    original = CudaKernel.__call__
+
+    def call(self, grid, block, args, shared_mem: int = 0):
+        launch_counted(self, grid, block, args, shared_mem, tally)
+
+    CudaKernel.__call__ = call
+    try:
+        yield tally
+    finally:
+        CudaKernel.__call__ = original
