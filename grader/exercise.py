@@ -370,15 +370,18 @@ def _measure(ex: Exercise, fn: Callable, bar, dev: str, backend, size) -> SpeedR
     baselines = {ex.baseline_name: ex.baseline, **ex.baseline_alternatives}
     for name, alt in ex.baseline_alternatives.items():
         others[name] = (lambda a=alt: a(*inputs, out_base))
+    baseline = lambda: ex.baseline(*inputs, out_base)  # noqa: E731
     if remote.is_remote(fn):
         backend = backend or timing.BatchBackend(device=dev)
         sampler = _TimedSets(ex, size, dev, inputs, pristine, guard, what)
         candidate = fn.batch(sampler.argsets, after_batch=sampler.after_batch)
         sampler.poison_all()
+        if remote.is_remote(ex.baseline):  # the learner's own code as the baseline: batched in the worker too
+            baseline = ex.baseline.batch([tuple(inputs) + (out_base,)])
     else:
         backend = backend or (timing.BatchBackend() if dev == "cuda" else timing.CPUBackend())
         candidate = lambda: fn(*inputs, out)  # noqa: E731
-    cmp = timing.compare(candidate, lambda: ex.baseline(*inputs, out_base),
+    cmp = timing.compare(candidate, baseline,
                          others=others, backend=backend, baseline_name=ex.baseline_name)
     cmp = cmp.against_fastest_of(list(baselines))
 

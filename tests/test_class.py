@@ -72,6 +72,8 @@ def test_every_student_gets_exactly_the_points_of_the_exercises_they_did_not_bre
 
 
 def test_the_correct_student_loses_nothing_to_the_others(graded):
+    if "correct" not in STUDENTS:
+        pytest.skip("correct is not in LADDER_CLASS")
     ws, _ = graded
     cells = _cells(ws, "correct")
     lost = {gid: err for gid, (p, err) in cells.items() if p == 0 and "no GPU found" not in err}

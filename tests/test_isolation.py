@@ -171,3 +171,16 @@ def matmul(a, b, out):
     keep_kernel[(1,)](out, kept, out.numel(), BLOCK=triton.next_power_of_2(out.numel()))
     _kept[key] = kept
 """
+
+
+def test_causal_baseline_of_a_worker_launcher_is_the_worker_launcher_with_causal_false():
+    """6-causal times the learner's own causal=False launch: for a launcher in the worker it must be a
+    worker function too, so the verifier times it in batches there (not one round trip per call)."""
+    from grader.chapters import ch06
+    from grader.remote import RemoteFunction, is_remote
+
+    fn = RemoteFunction(handle=None, name="attention")
+    ex = ch06.causal_exercise(fn)
+    assert is_remote(ex.baseline) and ex.baseline.name == "attention" and ex.baseline.trailing == (False,)
+    assert ch06.bind(fn, True).trailing == (True,)
+    assert not is_remote(ch06.causal_exercise(lambda q, k, v, out, causal: None).baseline)
