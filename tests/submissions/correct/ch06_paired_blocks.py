@@ -11,7 +11,7 @@ a load-balancing order for the causal case.
 Why it should pass: the pairing visits every block exactly once (i < T - 1 - i for i < T / 2, and i
 = T - 1 - i is done once); each pass is a plain online softmax whose first tile contains key 0.
 Memory: nothing is allocated. Speed: measured 12.6x naive at D = 64 (bar 3.0x) and 1.69-1.70x causal
-against its own non-causal launch (bar 1.4x, 21% margin) (tests/submissions/correct/_measure.py,
+against its own non-causal launch (bar then 1.4x, 21% margin; 1.2x since) (tests/submissions/correct/_measure.py,
 in-process, NVIDIA H200, 2026-11-21). With a mask on every tile a causal tile is likely dearer than
 a non-causal one (a full BLOCK x BLOCK comparison instead of one row of keys against N; inferred,
 not profiled): the same kernel with one block per program measured only 1.47x causal; the pairing,
