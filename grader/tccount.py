@@ -212,12 +212,17 @@ def launch_counted(kernel, grid, block, args, shared_mem: int, tally: Tally) -> 
     converted = tuple(_as_kernel_arg(a) for a in args)
     cupy.cuda.runtime.deviceSynchronize()
     counted.counter.fill(0)
+    from .errors import KernelLaunchError
+
     try:
         counted.function(grid, block, converted, shared_mem=shared_mem)
     except cupy.cuda.driver.CUDADriverError as exc:
-        from .errors import KernelLaunchError
         raise KernelLaunchError(f"launching `{kernel.name}` with grid={grid}, block={block} failed: {exc}") from None
-    cupy.cuda.runtime.deviceSynchronize()
+    try:
+        cupy.cuda.runtime.deviceSynchronize()
+    except cupy.cuda.runtime.CUDARuntimeError as exc:
+        raise KernelLaunchError(f"`{kernel.name}` crashed while running (counting its tensor-core work): {exc}",
+                                reason="crashed") from None
     tally.add(kernel.name, int(counted.counter.get()[0]))
 
 

@@ -33,7 +33,8 @@ WATCHED = [
     ("triton.testing", "do_bench"),
 ]
 GRADER_MODULES = ("grader.exercise", "grader.correctness", "grader.timing", "grader.kernels", "grader.worker",
-                  "grader.remote", "grader.tccount", "grader.errors", "grader.bars", "grader.device", "grader.answers", "grader.quiet",
+                  "grader.remote", "grader.tccount", "grader.errors", "grader.bars", "grader.device", "grader.answers",
+                  "grader.quiet",
                   "grader.chapters.ch01", "grader.chapters.ch02", "grader.chapters.ch03", "grader.chapters.ch04",
                   "grader.chapters.ch05", "grader.chapters.ch06")
 

@@ -155,3 +155,17 @@ def test_gpu_counts_exactly_the_solutions_multiply_adds():
 def test_gpu_counts_nothing_for_an_mma_in_a_branch_that_never_runs():
     tally = _count("wrong/dead_branch_mma")
     assert tally.macs == {"wmma_gemm": 0} and not tally.uncounted
+
+
+@pytest.mark.skipif(HAS_GPU, reason="CPU behaviour")
+def test_counting_restores_the_launcher_and_keeps_the_no_gpu_message():
+    from grader.errors import NoGPUError
+    from grader.kernels import CudaKernel, load_kernel
+
+    before = CudaKernel.__call__
+    kernel = load_kernel(SOURCES["WMMA_GEMM_SRC"], "wmma_gemm")
+    with pytest.raises(NoGPUError, match="cannot run `wmma_gemm`"):
+        with tccount.counting() as tally:
+            assert CudaKernel.__call__ is not before
+            kernel((1,), (32,), ())
+    assert CudaKernel.__call__ is before and tally.macs == {}
