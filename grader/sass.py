@@ -164,14 +164,21 @@ def find_disassembler() -> tuple[str, str] | None:
     if os.environ.get("LADDER_NO_DISASSEMBLER"):
         return None
     for tool in ("cuobjdump", "nvdisasm"):
-        on_path = shutil.which(tool)
-        if on_path:
-            return tool, on_path
-        for d in _tool_dirs():
-            p = d / tool
-            if p.is_file() and os.access(p, os.X_OK):
-                return tool, str(p)
+        found = tool_paths(tool)
+        if found:
+            return tool, found[0]
     return None
+
+
+def tool_paths(tool: str) -> list[str]:
+    """Every executable named `tool` on PATH or in `_tool_dirs()`, in that order, each file once."""
+    found, seen = [], set()
+    on_path = shutil.which(tool)
+    for p in ([Path(on_path)] if on_path else []) + [d / tool for d in _tool_dirs()]:
+        if p.is_file() and os.access(p, os.X_OK) and p.resolve() not in seen:
+            seen.add(p.resolve())
+            found.append(str(p))
+    return found
 
 
 def _run_disassembler(kind: str, path: str, cubin: bytes) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from contextlib import contextmanager
@@ -119,19 +118,14 @@ def ptxas_candidates() -> list[str]:
     the one Triton ships."""
     from . import sass
 
-    found, seen = [], set()
-    on_path = shutil.which("ptxas")
-    candidates = [Path(on_path)] if on_path else []
-    candidates += [d / "ptxas" for d in sass._tool_dirs()]
+    found = sass.tool_paths("ptxas")
     try:
         import triton.backends.nvidia as tbn
-        candidates.append(Path(tbn.__file__).parent / "bin" / "ptxas")
+        bundled = Path(tbn.__file__).parent / "bin" / "ptxas"
     except Exception:  # no Triton, or a layout without its own ptxas
-        pass
-    for c in candidates:
-        if c.is_file() and os.access(c, os.X_OK) and c.resolve() not in seen:
-            seen.add(c.resolve())
-            found.append(str(c))
+        return found
+    if bundled.is_file() and os.access(bundled, os.X_OK) and all(Path(f).resolve() != bundled.resolve() for f in found):
+        found.append(str(bundled))
     return found
 
 
@@ -167,9 +161,8 @@ class _Counted:
         arch, _ = sass.target_arch()
         compiled = sass.compile_kernel(kernel.source, kernel.name, arch, tuple(kernel.options))
         inst = instrument_ptx(compiled.ptx)
-        self.sites, self.unweighed = inst.sites, inst.unweighed
-        cubin, self.refusals = assemble(inst.ptx, arch)
-        self.how = "ptxas" if cubin is not None else "the driver's PTX compiler"
+        self.unweighed = inst.unweighed
+        cubin, _ = assemble(inst.ptx, arch)
         with tempfile.TemporaryDirectory(prefix="ladder_tc_") as tmp:
             path = Path(tmp) / ("counted.cubin" if cubin is not None else "counted.ptx")
             if cubin is not None:
@@ -182,11 +175,10 @@ class _Counted:
 
 
 def _counted(kernel) -> _Counted:
-    cached = getattr(kernel, "_ladder_counted", None)
-    if cached is None or cached[0] != (kernel.source, kernel.options):
-        cached = ((kernel.source, kernel.options), _Counted(kernel))
-        kernel._ladder_counted = cached
-    return cached[1]
+    """Built once per kernel, as CudaKernel compiles once."""
+    if getattr(kernel, "_ladder_counted", None) is None:
+        kernel._ladder_counted = _Counted(kernel)
+    return kernel._ladder_counted
 
 
 def launch_counted(kernel, grid, block, args, shared_mem: int, tally: Tally) -> None:
@@ -196,24 +188,22 @@ def launch_counted(kernel, grid, block, args, shared_mem: int, tally: Tally) -> 
     and the kernel is noted in `tally.uncounted`."""
     import cupy
 
+    from .errors import KernelLaunchError
     from .kernels import _as_kernel_arg, _dims
 
     raw = kernel.compile()   # the learner's compile errors and messages, exactly as without counting
+    grid, block = _dims(grid, "grid"), _dims(block, "block")
+    converted = tuple(_as_kernel_arg(a) for a in args)
     try:
         counted = _counted(kernel)
     except Exception as exc:  # noqa: BLE001 - report, and run the original so the result still comes
         tally.uncounted[kernel.name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        grid, block = _dims(grid, "grid"), _dims(block, "block")
-        raw(grid, block, tuple(_as_kernel_arg(a) for a in args), shared_mem=shared_mem)
+        raw(grid, block, converted, shared_mem=shared_mem)
         return
     if counted.unweighed:
         tally.unweighed[kernel.name] = sorted(set(counted.unweighed))
-    grid, block = _dims(grid, "grid"), _dims(block, "block")
-    converted = tuple(_as_kernel_arg(a) for a in args)
     cupy.cuda.runtime.deviceSynchronize()
     counted.counter.fill(0)
-    from .errors import KernelLaunchError
-
     try:
         counted.function(grid, block, converted, shared_mem=shared_mem)
     except cupy.cuda.driver.CUDADriverError as exc:

@@ -280,16 +280,14 @@ def _require_executed(fn, listings: list, what: str) -> None:
     inputs = WMMA_GEMM.make_inputs(COUNT_SIZE, gen, "cuda")
     guard = correctness.guarded(WMMA_GEMM.make_output(COUNT_SIZE, "cuda"))
     label = f"{what} tensor cores, {_mnk(COUNT_SIZE)}, instrumented run"
-    if remote.is_remote(fn):
-        with remote.counting_tensor_cores():
-            _launch_and_verify(WMMA_GEMM, fn, COUNT_SIZE, inputs, correctness.snapshot(inputs), guard.out, "cuda",
-                               label, guard)
-        counted = fn.last_facts.get("tensor_cores") or {"macs": {}, "uncounted": {}, "unweighed": {}}
+    in_worker = remote.is_remote(fn)
+    with (remote.counting_tensor_cores() if in_worker else tccount.counting()) as tally:
+        _launch_and_verify(WMMA_GEMM, fn, COUNT_SIZE, inputs, correctness.snapshot(inputs), guard.out, "cuda",
+                           label, guard)
+    if in_worker:
+        counted = fn.last_facts.get("tensor_cores") or tccount.Tally().as_dict()
         ran = set(fn.last_facts.get("launches", []))
     else:
-        with tccount.counting() as tally:
-            _launch_and_verify(WMMA_GEMM, fn, COUNT_SIZE, inputs, correctness.snapshot(inputs), guard.out, "cuda",
-                               label, guard)
         counted = tally.as_dict()
         ran = set(counted["macs"]) | set(counted["uncounted"])
     _judge_count(counted, ran, listings, what)
