@@ -33,6 +33,7 @@ REASONS = {
     "too-fast": "faster than this GPU's measured physical limit",
     "l2-persist": "the learner's code reserved persisting L2 cache",
     "no-tensor-cores": "a tensor-core exercise ran kernels without tensor-core instructions",
+    "not-skipped": "a causal launch computed the key tiles above the diagonal (counted tensor-core work)",
     "below-bar": "correct, but slower than the exercise's pass bar",
     "memory": "the launch allocated more memory than the exercise allows",
     "stderr": "a graded cell wrote to stderr",

@@ -10,14 +10,22 @@ warpgroup for `wgmma`) executes the MMA, so after the launch the counter holds t
 the tensor cores did. The driver compiles the PTX to machine code; the kernel computes the same
 result as before (the grader checks that too).
 
+Triton kernels are counted the same way: while counting, Triton compiles the learner's kernels
+again with the atomic add inserted into the PTX it generates (a compiler-stage hook,
+`knobs.runtime.add_stages_inspection_hook`), into a cache of their own, so the binaries used for
+timing are never replaced. The counter is a device buffer whose address is written into the PTX.
+
 `counting()` switches it on for kernels launched in this process; the grader's worker does the
 same for a launcher running there (`STATE.tally` in `grader.worker`).
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from contextlib import contextmanager
@@ -68,9 +76,13 @@ class Instrumented:
     unweighed: list[str] = field(default_factory=list)  # tensor-core opcodes that could not be counted
 
 
-def instrument_ptx(ptx: str) -> Instrumented:
-    """`ptx` with a counting atomic before every tensor-core MMA, and the counter's declaration."""
-    out, sites, unweighed, declared = [], 0, [], False
+def instrument_ptx(ptx: str, address: int | None = None) -> Instrumented:
+    """`ptx` with a counting atomic before every tensor-core MMA.
+
+    The counter is a global variable the PTX declares (`COUNTER`), or, given `address`, the 8 bytes
+    of device memory at that address."""
+    out, sites, unweighed, declared = [], 0, [], address is not None
+    target = f"{address:#x}" if address is not None else COUNTER
     for line in ptx.splitlines():
         stripped = line.strip()
         if not declared and stripped.startswith(".address_size"):
@@ -87,8 +99,12 @@ def instrument_ptx(ptx: str) -> Instrumented:
             if weight is not None:
                 guard = m.group("guard") or ""
                 # A scope of its own, so the register cannot clash with the kernel's.
-                out.append(f"{m.group('indent')}{{ .reg .u64 %ladder_w; mov.u64 %ladder_w, {weight}; "
-                           f"{guard}red.global.add.u64 [{COUNTER}], %ladder_w; }}")
+                if address is None:
+                    add = f"{guard}red.global.add.u64 [{COUNTER}], %ladder_w;"
+                else:
+                    add = (f".reg .u64 %ladder_a; mov.u64 %ladder_a, {target}; "
+                           f"{guard}red.global.add.u64 [%ladder_a], %ladder_w;")
+                out.append(f"{m.group('indent')}{{ .reg .u64 %ladder_w; mov.u64 %ladder_w, {weight}; {add} }}")
                 sites += 1
         out.append(line)
     if not declared:
@@ -216,9 +232,109 @@ def launch_counted(kernel, grid, block, args, shared_mem: int, tally: Tally) -> 
     tally.add(kernel.name, int(counted.counter.get()[0]))
 
 
+# ------------------------------------------------------------------------------ Triton kernels
+
+_TRITON = {"counter": None, "cache": None}
+
+
+def _triton_counter():
+    """The device counter of counted Triton launches, and Triton's cache directory for their binaries.
+
+    Both live as long as the process: the counter's address is compiled into the binaries."""
+    if _TRITON["counter"] is None:
+        import torch
+
+        _TRITON["counter"] = torch.zeros(1, dtype=torch.int64, device="cuda")
+        _TRITON["cache"] = tempfile.mkdtemp(prefix="ladder_tc_triton_")
+        atexit.register(shutil.rmtree, _TRITON["cache"], True)
+    return _TRITON["counter"], _TRITON["cache"]
+
+
+@contextmanager
+def triton_instrumented(address: int, cache_dir: str, compiled: list):
+    """Inside, Triton compiles kernels with a counting atomic (to the 8 bytes at `address`) before
+    every tensor-core MMA of their PTX, and keeps them in `cache_dir`, apart from its usual cache.
+
+    Each compiled kernel's Instrumented record is appended to `compiled`."""
+    from triton import knobs
+
+    tag = f"ladder-tensor-core-count-{address:#x}"
+    digest = hashlib.sha256(tag.encode()).hexdigest()
+
+    def hook(*args):
+        if not args:  # newer Triton asks for a key that keeps these binaries apart in its caches
+            return tag, digest
+        stages = next((a for a in args if isinstance(a, dict) and "ptx" in a), None)
+        if stages is None:
+            return None
+        make_ptx = stages["ptx"]
+
+        def counted_ptx(src, metadata):
+            inst = instrument_ptx(make_ptx(src, metadata), address=address)
+            compiled.append(inst)
+            return inst.ptx
+
+        stages["ptx"] = counted_ptx
+        return None
+
+    with knobs.runtime.scope(), knobs.compilation.scope(), knobs.cache.scope():
+        knobs.runtime.add_stages_inspection_hook = hook
+        knobs.compilation.always_compile = True   # never a binary from the cache, which has no counter
+        knobs.cache.dir = cache_dir                # and never one of these in the usual cache
+        yield
+
+
+def launch_triton_counted(fn, run, args, kwargs, tally: Tally, name: str):
+    """Run the Triton JITFunction `fn` (its `run` is `run`) as an instrumented copy; add what its
+    tensor cores did to `tally`.
+
+    The counted binaries sit in a kernel cache of their own (swapped into `fn` for the launch), so
+    the binaries the learner's launches use otherwise stay as they were. When the copy cannot be
+    built, the original runs and `name` is noted in `tally.uncounted`."""
+    import torch
+
+    from .errors import KernelLaunchError
+
+    counter, cache_dir = _triton_counter()
+    caches = getattr(fn, "_ladder_counted_caches", None)
+    if caches is None:
+        from collections import defaultdict
+        caches = defaultdict(fn.create_binder)
+    compiled: list[Instrumented] = []
+    torch.cuda.synchronize()
+    counter.zero_()
+    original, fn.device_caches = fn.device_caches, caches
+    try:
+        with triton_instrumented(counter.data_ptr(), cache_dir, compiled):
+            result = run(fn, *args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the original compiled and ran before; report, run it
+        fn.device_caches = original
+        tally.uncounted[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return run(fn, *args, **kwargs)
+    finally:
+        fn._ladder_counted_caches = caches
+        fn.device_caches = original
+    unweighed = sorted({op for inst in compiled for op in inst.unweighed} | set(getattr(fn, "_ladder_unweighed", ())))
+    fn._ladder_unweighed = unweighed
+    if unweighed:
+        tally.unweighed[name] = unweighed
+    try:
+        torch.cuda.synchronize()
+    except RuntimeError as exc:
+        raise KernelLaunchError(f"`{name}` crashed while running (counting its tensor-core work): "
+                                f"{str(exc).splitlines()[0]}", reason="crashed") from None
+    tally.add(name, int(counter.item()))
+    return result
+
+
+def triton_kernel_name(fn) -> str:
+    return getattr(getattr(fn, "fn", None), "__name__", None) or getattr(fn, "__name__", type(fn).__name__)
+
+
 @contextmanager
 def counting():
-    """Inside, every CudaKernel launched in this process runs its instrumented copy; yields a Tally."""
+    """Inside, every CudaKernel and Triton kernel launched in this process runs its instrumented
+    copy; yields a Tally."""
     from .kernels import CudaKernel
 
     tally = Tally()
@@ -228,7 +344,20 @@ def counting():
         launch_counted(self, grid, block, args, shared_mem, tally)
 
     CudaKernel.__call__ = call
+    jit, original_run = None, None
+    try:
+        from triton.runtime.jit import JITFunction as jit
+        original_run = vars(jit)["run"]
+
+        def run(self, *args, **kwargs):
+            return launch_triton_counted(self, original_run, args, kwargs, tally, triton_kernel_name(self))
+
+        jit.run = run
+    except (ImportError, KeyError):
+        jit = None
     try:
         yield tally
     finally:
         CudaKernel.__call__ = original
+        if jit is not None:
+            jit.run = original_run

@@ -182,6 +182,8 @@ def _kernel_name(fn) -> str:
 
 
 def _wrap_run(original, is_kernel: bool):
+    from . import tccount
+
     def run(self, *args, **kwargs):
         if is_kernel:
             STATE.launches.append(_kernel_name(self))
@@ -189,6 +191,8 @@ def _wrap_run(original, is_kernel: bool):
                 return None
         STATE.quiet_ops += 1
         try:
+            if is_kernel and STATE.tally is not None and hasattr(self, "device_caches"):
+                return tccount.launch_triton_counted(self, original, args, kwargs, STATE.tally, _kernel_name(self))
             return original(self, *args, **kwargs)
         except Exception as exc:
             if STATE.quiet_ops == 1:  # raised to the learner's code (an autotuner pruning a config is not)

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import HAS_GPU, ROOT
 from grader import sass, tccount
-from grader.chapters import ch04
+from grader.chapters import ch04, ch06
 from grader.errors import CheckFailed
 from grader.source import cuda_sources_in_notebook
 from submissions.build import launchers
@@ -169,3 +169,185 @@ def test_counting_restores_the_launcher_and_keeps_the_no_gpu_message():
             assert CudaKernel.__call__ is not before
             kernel((1,), (32,), ())
     assert CudaKernel.__call__ is before and tally.macs == {}
+
+
+# --------------------------------------------------------------------------------- Triton kernels
+
+def _flash_kernel():
+    """ch06_minimal's kernel (a JITFunction): flash_forward(Q, K, V, O, N, sm_scale, D, BLOCK_M, BLOCK_N, CAUSAL)."""
+    from triton.runtime.jit import JITFunction
+
+    ns = launchers("correct", "ch06_minimal", ["attention-solution"])
+    return next(v for v in ns.values() if isinstance(v, JITFunction))
+
+
+def _compile_flash(cap: int):
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    sig = {"Q": "*fp16", "K": "*fp16", "V": "*fp16", "O": "*fp16", "N": "i32", "sm_scale": "fp32",
+           "D": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "CAUSAL": "constexpr"}
+    consts = {"D": 64, "BLOCK_M": 64, "BLOCK_N": 64, "CAUSAL": True}
+    return triton.compile(ASTSource(_flash_kernel(), sig, constexprs=consts), target=GPUTarget("cuda", cap, 32))
+
+
+@pytest.mark.parametrize("cap, opcode", [(90, "wgmma.mma_async"), (80, "mma.sync")])
+def test_triton_kernels_compile_with_a_counter_before_each_mma(cap, opcode, tmp_path):
+    """Without a GPU, Triton still compiles for a named target: the hook must instrument the PTX it
+    generates (wgmma on Hopper, mma.sync on Ampere), ptxas must accept it, and nothing of it may leak
+    into a later compile or into Triton's usual cache."""
+    from triton import knobs
+
+    address = 0x7F00_0000_1000
+    compiled = []
+    cache_before = knobs.cache.dir
+    with tccount.triton_instrumented(address, str(tmp_path), compiled):
+        kernel = _compile_flash(cap)
+    ptx = kernel.asm["ptx"].splitlines()
+    mmas = [i for i, line in enumerate(ptx) if line.strip().startswith(opcode)]
+    assert mmas and compiled and compiled[0].sites == len(mmas), (len(mmas), [c.sites for c in compiled])
+    for i in mmas:
+        assert f"mov.u64 %ladder_a, {address:#x}; red.global.add.u64 [%ladder_a], %ladder_w;" in ptx[i - 1], ptx[i - 1]
+    assert kernel.asm["cubin"], "ptxas produced no binary"
+    assert knobs.cache.dir == cache_before and knobs.runtime.add_stages_inspection_hook is None
+    assert not knobs.compilation.always_compile
+    assert "ladder" not in _compile_flash(cap).asm["ptx"], "a compile after counting still carries the counter"
+
+
+class _FakeJIT:
+    """Stands in for a JITFunction: its kernel cache, and a run that notes which cache it used."""
+
+    def __init__(self):
+        self.device_caches = {"usual": True}
+        self.seen = []
+        self.fn = _FakeJIT  # stands for the Python function, as in a JITFunction
+
+    def create_binder(self):
+        return ("binder",)
+
+
+def test_triton_counting_uses_a_cache_of_its_own(monkeypatch):
+    import torch
+
+    counter = torch.zeros(1, dtype=torch.int64)
+    monkeypatch.setattr(tccount, "_triton_counter", lambda: (counter, "/nonexistent"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    fake, tally = _FakeJIT(), tccount.Tally()
+    usual = fake.device_caches
+
+    def run(self, *args, **kwargs):
+        self.seen.append(self.device_caches)
+        counter.add_(1000)  # what the instrumented binary's atomics would add
+        return args, kwargs
+
+    assert tccount.launch_triton_counted(fake, run, (1, 2), {"grid": (3,)}, tally, "k") == ((1, 2), {"grid": (3,)})
+    tccount.launch_triton_counted(fake, run, (), {}, tally, "k")
+    assert fake.device_caches is usual, "the usual kernel cache was not put back"
+    assert fake.seen[0] is not usual and fake.seen[1] is fake.seen[0], "counted binaries are not kept apart and reused"
+    assert tally.macs == {"k": 2000} and not tally.uncounted
+
+
+def test_triton_counting_falls_back_to_the_original_when_the_copy_cannot_be_built(monkeypatch):
+    import torch
+
+    counter = torch.zeros(1, dtype=torch.int64)
+    monkeypatch.setattr(tccount, "_triton_counter", lambda: (counter, "/nonexistent"))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    fake, tally = _FakeJIT(), tccount.Tally()
+    usual = fake.device_caches
+
+    def run(self, *args, **kwargs):
+        self.seen.append(self.device_caches)
+        if self.device_caches is not usual:
+            raise RuntimeError("PTX assembly failed\nptxas fatal")
+        return "original"
+
+    assert tccount.launch_triton_counted(fake, run, (), {}, tally, "k") == "original"
+    assert tally.uncounted == {"k": "RuntimeError: PTX assembly failed"} and tally.macs == {}
+    assert fake.device_caches is usual
+
+
+# 6-causal: the executed tensor-core work of one causal launch
+B, H, N, D = ch06.COUNT_SIZE
+FULL = 2 * B * H * N * N * D
+NEEDED = 2 * B * H * (N * (N + 1) // 2) * D
+
+
+def _judge(causal, noncausal=FULL, **kw):
+    ch06.judge_skipping(_counted({"flash": int(causal)}, **kw), _counted({"flash": int(noncausal)}), ch06.COUNT_SIZE)
+
+
+# Shares of the whole product measured on an H100 (assets/results/issue5-h100/J): causal, causal=False.
+@pytest.mark.parametrize("causal, noncausal, shown", [
+    (0.5078, 1.0, "50.8% of the multiply-adds"),            # 64-row tiles, 4 warps
+    (0.5625, 1.0, "56.2% of the multiply-adds"),            # 512-row tiles
+    (0.7617, 1.5, "repeats some MMAs across warps"),        # 64-row tiles, 8 warps: every MMA 1.5 times
+])
+def test_a_causal_launch_that_skips_passes_with_its_share(causal, noncausal, shown, capsys):
+    _judge(causal * FULL, noncausal * FULL)
+    assert shown in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("causal, noncausal, shown", [
+    (1.0, 1.0, "100% of what your causal=False launch did"),   # ch06/no_skip
+    (1.5, 1.5, "100% of what your causal=False launch did"),   # no skip, 8 warps
+    (1.0, 2.0, "more than 1.6 times the product"),             # wrong/slowed_noncausal
+    (1.0, 1.6, "63% of what your causal=False launch did"),    # slowed just enough to stay under the cap
+    (1.0, 5.0, "more than 1.6 times the product"),
+    (0.61, 1.0, "61% of what your causal=False launch did"),
+])
+def test_a_causal_launch_that_computes_the_masked_tiles_fails(causal, noncausal, shown):
+    with pytest.raises(CheckFailed, match="6-causal: a causal launch") as info:
+        _judge(causal * FULL, noncausal * FULL)
+    assert info.value.reason == "not-skipped" and shown in str(info.value), str(info.value)
+
+
+def test_no_slowed_causal_false_launch_lets_a_full_causal_launch_pass():
+    """SKIP_LIMIT * MAX_REPEAT < 1: whatever the causal=False launch does, a causal launch that does
+    the whole product (or more) fails."""
+    assert ch06.SKIP_LIMIT * ch06.MAX_REPEAT < 1
+    for noncausal in (0.5, 1.0, 1.2, 1.6, 1.66, 2.0, 10.0):
+        with pytest.raises(CheckFailed):
+            _judge(FULL, noncausal * FULL)
+
+
+@pytest.mark.parametrize("kw, why", [
+    ({"uncounted": {"flash": "RuntimeError: no ptxas"}}, "could not count"),
+    ({"unweighed": {"flash": ["tcgen05.mma"]}}, "cannot be counted (tcgen05.mma)"),
+    ({}, "only 25% of the multiply-adds a causal launch needs"),
+])
+def test_a_count_that_cannot_tell_leaves_the_timing_verdict_with_a_note(kw, why, capsys):
+    _judge(0 if kw else NEEDED // 4, 0 if kw else FULL, **kw)
+    out = capsys.readouterr().out
+    assert why in out and "skipping rests on the timing alone" in out, out
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_GPU, reason="needs an NVIDIA GPU")
+@pytest.mark.parametrize("name, tiles", [("correct/ch06_minimal", 64 * 65 // 2), ("ch06/no_skip", 32 * 64)])
+def test_gpu_counts_exactly_the_tiles_a_causal_flash_kernel_computes(name, tiles):
+    """ch06_minimal: 64 x 64 tiles, query tile i visits key tiles 0..i. no_skip: 128-row query tiles,
+    every one of the 64 key tiles. Each tile is 2 * rows * 64 * D multiply-adds (Q K^T and P V)."""
+    import torch
+
+    attention = launchers(*name.split("/"), ["attention-solution"])["attention"]
+    rows = 64 if "minimal" in name else 128
+    gen = torch.Generator(device="cuda").manual_seed(1234)
+    q, k, v = (torch.randn(ch06.COUNT_SIZE, generator=gen, device="cuda").half() for _ in range(3))
+    out = torch.full_like(q, float("nan"))
+    attention(q, k, v, out, True)  # compiled and run once as usual first
+    out.fill_(float("nan"))
+    with tccount.counting() as tally:
+        attention(q, k, v, out, True)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out.double(), ch06.attention_reference(q.double(), k.double(), v.double(), True),
+                               rtol=ch06.TOLERANCE[0], atol=ch06.TOLERANCE[1])
+    assert sum(tally.macs.values()) == B * H * tiles * 2 * rows * 64 * D, tally.as_dict()
+    assert not tally.uncounted and not tally.unweighed
+    # The binaries used for timing are the usual ones again: no counter runs outside counting().
+    out.fill_(float("nan"))
+    before = tccount._TRITON["counter"].item()
+    attention(q, k, v, out, True)
+    torch.cuda.synchronize()
+    assert tccount._TRITON["counter"].item() == before

@@ -27,15 +27,27 @@ from typing import Callable
 
 import torch
 
-from .. import correctness, plots, remote
+from .. import correctness, plots, remote, tccount
 from ..answers import call_learner, require_close
 from ..device import free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed, LadderError, NoGPUError, NotImplementedYet
-from ..exercise import (Exercise, SpeedResult, check_correctness, check_speed, launch, _learner_frames)
+from ..exercise import (Exercise, SpeedResult, _launch_and_verify, check_correctness, check_speed, launch,
+                        _learner_frames)
 from ..quiet import captured_stderr
 from ..timing import bench
 
 SPEED_SIZE = (4, 16, 4096, 64)        # (B, H, N, D): the issue's timing size
+# 6-causal's count of executed tensor-core work, at COUNT_SIZE (N as at the timing size, fewer
+# heads). Tiles of BLOCK_M query rows that skip the key tiles past their last row do (1 + BLOCK_M/N)/2
+# of the multiply-adds of the whole N x N product: 50.8% for 64-row tiles, 56.3% for 512-row tiles at
+# N = 4096. A kernel that visits every tile does 100%. Some configurations repeat MMAs across warps
+# (64-row tiles with 8 warps: 150% of the product without the mask, on an H100), so a causal launch
+# passes with at most SKIP_LIMIT of the product, or SKIP_LIMIT of the learner's own causal=False
+# launch while that does at most MAX_REPEAT times the product. SKIP_LIMIT * MAX_REPEAT < 1: a kernel
+# that visits every causal tile cannot pass by making its causal=False launch do more.
+COUNT_SIZE = (1, 4, 4096, 64)
+SKIP_LIMIT = 0.6
+MAX_REPEAT = 1.6
 MEMORY_SIZES = ((1, 8, 2048, 64), (1, 8, 8192, 64))
 MEMORY_SLACK = 32 << 20               # bytes: allocator rounding and small buffers that do not grow with N
 NAIVE_BYTES_PER_SCORE = 10            # fp16 S (2) + its fp32 copy (4) + fp32 P (4), alive together
@@ -353,8 +365,93 @@ def causal_exercise(attention) -> Exercise:
 
 
 def check_causal_speed(attention) -> SpeedResult:
+    """causal=True against the learner's causal=False; on a GPU, then the executed tensor-core work
+    of a causal launch (`require_skipping`)."""
     _require_written(attention)
-    return check_speed(causal_exercise(attention), bind(attention, True), "6-causal")
+    result = check_speed(causal_exercise(attention), bind(attention, True), "6-causal")
+    require_skipping(attention)
+    return result
+
+
+def require_skipping(attention) -> None:
+    """On a GPU: a causal launch must really leave out the key tiles above the diagonal.
+
+    The speed bar compares the learner's causal launch with their own causal=False launch, so a
+    causal=False path slowed down on purpose would pass it without skipping anything. Here each
+    launch runs once at COUNT_SIZE on fresh random inputs with every Triton kernel replaced by a copy
+    that counts the multiply-adds its tensor-core MMAs perform (grader.tccount); results are verified
+    as in every trial. The verdict (`judge_skipping`) measures the causal count against the whole
+    N x N product, so slowing the causal=False launch cannot help.
+    """
+    if not gpu_or_reason()[0]:
+        return
+    counted = {causal: _count_launch(attention, causal) for causal in (True, False)}
+    judge_skipping(counted[True], counted[False], COUNT_SIZE)
+
+
+def _count_launch(attention, causal: bool) -> dict:
+    fn = bind(attention, causal)
+    ex = CAUSAL if causal else ATTENTION
+    gen, _ = correctness.fresh_generator("cuda")
+    inputs = ex.make_inputs(COUNT_SIZE, gen, "cuda")
+    guard = correctness.guarded(ex.make_output(COUNT_SIZE, "cuda"))
+    what = f"6-causal work, causal={causal}, {describe(COUNT_SIZE)}"
+    # A plain launch at this size first, so an autotuner settles its choice before anything is
+    # counted (its trial runs would count too).
+    _launch_and_verify(ex, fn, COUNT_SIZE, inputs, correctness.snapshot(inputs), guard.out, "cuda", what, guard)
+    in_worker = remote.is_remote(fn)
+    with (remote.counting_tensor_cores() if in_worker else tccount.counting()) as tally:
+        _launch_and_verify(ex, fn, COUNT_SIZE, inputs, correctness.snapshot(inputs), guard.out, "cuda",
+                           what + ", instrumented run", guard)
+    return (fn.last_facts.get("tensor_cores") or tccount.Tally().as_dict()) if in_worker else tally.as_dict()
+
+
+def judge_skipping(causal: dict, noncausal: dict, size) -> None:
+    """The verdict on counted launches at `size`, causal and not (grader.tccount Tally dicts)."""
+    b, h, n, d = size
+    full = 2 * b * h * n * n * d                 # Q K^T and P V over every (query, key) pair
+    needed = 2 * b * h * (n * (n + 1) // 2) * d  # the same over the visible pairs only
+    done, plain = sum(causal["macs"].values()), sum(noncausal["macs"].values())
+    share, repeat = done / full, plain / full
+    if done <= SKIP_LIMIT * full or (done <= SKIP_LIMIT * plain and plain <= MAX_REPEAT * full):
+        if done >= needed:
+            extra = (f"; your causal=False launch did {100 * repeat:.0f}% of it, so your kernel repeats some "
+                     f"MMAs across warps, and the causal one did {100 * done / plain:.1f}% of that"
+                     if repeat > 1.05 else "")
+            print(f"6-causal work: a causal launch at {describe(size)} did {100 * share:.1f}% of the multiply-adds "
+                  f"of the whole N x N product on the tensor cores{extra} (at most {100 * SKIP_LIMIT:.0f}%; "
+                  "counted by an instrumented copy of your kernel).")
+            return
+    uncounted = {**noncausal["uncounted"], **causal["uncounted"]}
+    if done < needed or uncounted:
+        unweighed = {**noncausal.get("unweighed", {}), **causal.get("unweighed", {})}
+        if uncounted:
+            why = "; ".join(f"`{name}`: {reason}" for name, reason in uncounted.items())
+            cause = f"could not count your kernel's tensor-core work on this machine ({why})"
+        elif unweighed:
+            ops = sorted({op for ops in unweighed.values() for op in ops})
+            cause = f"your kernel uses tensor-core instructions that cannot be counted ({', '.join(ops)})"
+        else:
+            cause = (f"only {100 * done / needed:.0f}% of the multiply-adds a causal launch needs ran on the tensor "
+                     "cores, the rest elsewhere")
+        print(f"Note: 6-causal work: {cause}, so skipping rests on the timing alone.")
+        return
+    by_kernel = ", ".join(f"`{name}` {v:,}" for name, v in causal["macs"].items()) or "none"
+    if plain > MAX_REPEAT * full and done > SKIP_LIMIT * plain:
+        mine = "."
+    elif plain > MAX_REPEAT * full:
+        mine = (f", and your causal=False launch {100 * repeat:.0f}%: more than {MAX_REPEAT:g} times the product, "
+                "so it cannot serve as the measure.")
+    else:
+        mine = f", and {100 * done / plain:.0f}% of what your causal=False launch did ({100 * repeat:.0f}% of it)."
+    raise CheckFailed(
+        f"6-causal: a causal launch at {describe(size)} did {done:,} multiply-adds on the tensor cores (by kernel: "
+        f"{by_kernel}): {100 * share:.0f}% of the {full:,} of the whole N x N product{mine} Skipping the key "
+        f"tiles above the diagonal leaves about half; a causal launch passes with at most {100 * SKIP_LIMIT:.0f}% "
+        f"of the product, or of your causal=False launch's work where that is at most {MAX_REPEAT:g} times the "
+        "product. Your kernel still computes the tiles it masks, so its causal speedup does not come from "
+        "skipping them: end the key loop at the query tile's last row. (Counted by running a copy of your kernel "
+        "with a counter added before each tensor-core instruction.)", reason="not-skipped")
 
 
 # ------------------------------------------------------------------------------- memory
