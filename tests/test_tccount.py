@@ -227,12 +227,19 @@ class _FakeJIT:
         return ("binder",)
 
 
-def test_triton_counting_uses_a_cache_of_its_own(monkeypatch):
+@pytest.fixture
+def cpu_counter(monkeypatch):
+    """launch_triton_counted without a GPU: its counter a CPU tensor, synchronize a no-op."""
     import torch
 
     counter = torch.zeros(1, dtype=torch.int64)
     monkeypatch.setattr(tccount, "_triton_counter", lambda: (counter, "/nonexistent"))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    return counter
+
+
+def test_triton_counting_uses_a_cache_of_its_own(cpu_counter):
+    counter = cpu_counter
     fake, tally = _FakeJIT(), tccount.Tally()
     usual = fake.device_caches
 
@@ -248,12 +255,7 @@ def test_triton_counting_uses_a_cache_of_its_own(monkeypatch):
     assert tally.macs == {"k": 2000} and not tally.uncounted
 
 
-def test_triton_counting_falls_back_to_the_original_when_the_copy_cannot_be_built(monkeypatch):
-    import torch
-
-    counter = torch.zeros(1, dtype=torch.int64)
-    monkeypatch.setattr(tccount, "_triton_counter", lambda: (counter, "/nonexistent"))
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+def test_triton_counting_falls_back_to_the_original_when_the_copy_cannot_be_built(cpu_counter):
     fake, tally = _FakeJIT(), tccount.Tally()
     usual = fake.device_caches
 
