@@ -1,4 +1,4 @@
-"""The `ladder` command: doctor, compile, release, check, grade."""
+"""The `ladder` command: start, lab, doctor, compile, check, release, grade."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from .errors import LadderError
 
 
 def cmd_doctor(args) -> int:
-    from .device import WHAT_STILL_WORKS, ceilings, driver_version, gpu_info, gpu_or_reason, versions
-    from .headers import find_wmma_headers
-    from .nvrtc import nvrtc_available
-    from .quiet import captured_stderr
+    from .cuda.gpu import driver_version, gpu_info, gpu_or_reason, versions
+    from .cuda.nvrtc import nvrtc_available
+    from .cuda.toolkit import find_wmma_headers
+    from .harness.ceilings import WHAT_STILL_WORKS, ceilings
+    from .harness.quiet import captured_stderr
 
     report: dict = {"versions": versions()}
     info = gpu_info()
@@ -52,7 +53,7 @@ def cmd_doctor(args) -> int:
         print(WHAT_STILL_WORKS)
         return 0
     c = report["ceilings"]
-    print(f"Ceilings of this GPU (cached; `ladder doctor --remeasure` measures again):")
+    print("Ceilings of this GPU (cached; `ladder doctor --remeasure` measures again):")
     print(f"  copy bandwidth  {c['copy_gbps']:>8,.0f} GB/s   device-to-device, bytes read + written")
     print(f"  fp32 matmul     {c['fp32_tflops']:>8.1f} TFLOP/s torch.mm, TF32 off")
     print(f"  fp16 matmul     {c['fp16_tflops']:>8.0f} TFLOP/s torch.mm, tensor cores")
@@ -60,14 +61,14 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_compile(args) -> int:
-    from .nvrtc import compile_for_archs
-    from .source import cuda_sources_in_notebook
+    from .cuda.nvrtc import compile_for_archs
+    from .learner.cells import cuda_sources
 
     archs = tuple(a.strip() for a in args.arch.split(","))
     failed = 0
     for path in map(Path, args.paths):
         if path.suffix == ".ipynb":
-            sources, stray = cuda_sources_in_notebook(path)
+            sources, stray = cuda_sources(path)
             for index in stray:
                 print(f"{path}: cell {index} has a __global__ kernel outside a NAME_SRC string; not checked")
         else:
@@ -83,10 +84,10 @@ def cmd_compile(args) -> int:
 
 
 def cmd_release(args) -> int:
-    from .release import release
+    from .notebooks.release import release
 
-    diffs = release(names=args.assignments or None, check=args.check)
     if args.check:
+        diffs = release(names=args.assignments or None, check=True)
         if diffs:
             print("course/ is out of date with solutions/ (run `ladder release` and commit):")
             for d in diffs:
@@ -94,19 +95,53 @@ def cmd_release(args) -> int:
             return 1
         print("course/ matches a fresh release of solutions/")
         return 0
-    print("released to course/")
+    report = release(names=args.assignments or None, force=args.force)
+    for path in report.backed_up:
+        print(f"kept a copy of your changed {path} in {report.backup_dir}")
+    print(f"released to course/: {len(report.released)} file(s) written" if report.released
+          else "released: course/ was already current")
+    return 0
+
+
+def cmd_start(args) -> int:
+    from .notebooks.course import repo_root
+    from .notebooks.workspace import WORK_DIR, set_instructor_tools, start
+
+    root = repo_root()
+    dest = Path(args.dir) if args.dir else root / WORK_DIR
+    result = start(root, dest.resolve(), args.chapters or None)
+    for path in result.copied:
+        print(f"copied   {path}")
+    for path in result.kept:
+        print(f"kept     {path} (yours: it differs from the release, and is never overwritten)")
+    if result.unchanged and not result.copied and not result.kept:
+        print(f"{dest} already holds every chapter's notebook")
+    if not args.keep_instructor_tools:
+        set_instructor_tools(False)
+        print("JupyterLab: nbgrader's instructor tools are off for this environment "
+              "(`ladder lab --instructor` turns them back on)")
+    shown = dest.relative_to(Path.cwd()) if dest.resolve().is_relative_to(Path.cwd()) else dest
+    print(f"\nWork in your copy:  jupyter lab {shown}\n"
+          f"Check a chapter:    ladder check {shown}/01_vector_add/01_vector_add.ipynb")
+    return 0
+
+
+def cmd_lab(args) -> int:
+    from .notebooks.workspace import set_instructor_tools
+
+    for line in set_instructor_tools(args.instructor, level=args.level):
+        print(line)
+    print(f"nbgrader's JupyterLab tools are {'on' if args.instructor else 'off'} "
+          f"({'this Python environment' if args.level == 'sys_prefix' else 'your user account'}); restart JupyterLab")
     return 0
 
 
 def cmd_check(args) -> int:
-    from .nbrun import check
+    from .notebooks.check import check
 
-    paths = [Path(p) for p in args.notebooks]
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise LadderError(f"no such notebook: {', '.join(missing)}")
+    paths = [resolve_notebook(p) for p in args.notebooks]
     if args.sanitize:
-        from .sanitize import DEFAULT_TIMEOUT_S, sanitize
+        from .sanitizer.report import DEFAULT_TIMEOUT_S, sanitize
 
         if args.repeat != 1:
             raise LadderError("--repeat does not go with --sanitize (the sanitizer's verdict does not vary by run)")
@@ -117,8 +152,27 @@ def cmd_check(args) -> int:
     return 0 if check(paths, repeat=args.repeat, as_json=args.json) else 1
 
 
+def resolve_notebook(arg: str) -> Path:
+    """A notebook path, or a chapter ("1", "01_vector_add") found in work/ or the current folder."""
+    path = Path(arg)
+    if path.is_file():
+        return path
+    if path.is_dir():
+        found = sorted(path.glob("*.ipynb"))
+        if len(found) == 1:
+            return found[0]
+    stem = f"{int(arg):02d}_" if arg.isdigit() else None
+    for base in (Path("work"), Path(".")):
+        for folder in sorted(base.glob(f"{stem}*" if stem else arg)) if base.is_dir() else []:
+            notebooks = sorted(folder.glob("*.ipynb")) if folder.is_dir() else []
+            if len(notebooks) == 1:
+                return notebooks[0]
+    raise LadderError(f"no such notebook: {arg} (give a notebook's path, such as "
+                      "work/01_vector_add/01_vector_add.ipynb, or a chapter number)")
+
+
 def cmd_grade(args) -> int:
-    from .grading import grade
+    from .notebooks.grading import grade
 
     grades = grade(Path(args.submissions), args.assignment, Path(args.workspace),
                    Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None)
@@ -127,7 +181,23 @@ def cmd_grade(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ladder", description="Kernel Ladder: check your GPU, your kernels, your grades.")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command")
+
+    s = sub.add_parser("start", help="copy the course's notebooks into work/ for you to write in (never "
+                                     "overwrites), and hide nbgrader's instructor tools in JupyterLab")
+    s.add_argument("chapters", nargs="*", help="chapters to copy, by number or folder name (default: all)")
+    s.add_argument("--dir", help="where to put your copy (default: work/ in the repository)")
+    s.add_argument("--keep-instructor-tools", action="store_true",
+                   help="leave nbgrader's JupyterLab extension as it is")
+    s.set_defaults(func=cmd_start)
+
+    lab = sub.add_parser("lab", help="show or hide nbgrader's instructor tools in JupyterLab")
+    role = lab.add_mutually_exclusive_group(required=True)
+    role.add_argument("--learner", action="store_true", help="hide them (what `ladder start` does)")
+    role.add_argument("--instructor", action="store_true", help="show them (release, grade, formgrader)")
+    lab.add_argument("--level", choices=("sys_prefix", "user"), default="sys_prefix",
+                     help="this Python environment (default) or your user account")
+    lab.set_defaults(func=cmd_lab)
 
     d = sub.add_parser("doctor", help="show the GPU, library versions, CUDA headers and the GPU's ceilings")
     d.add_argument("--remeasure", action="store_true", help="measure the ceilings again instead of using the cache")
@@ -142,10 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("release", help="regenerate course/ from solutions/ through nbgrader")
     r.add_argument("assignments", nargs="*", help="assignment folders (default: all)")
     r.add_argument("--check", action="store_true", help="fail if course/ differs from a fresh release")
+    r.add_argument("--force", action="store_true",
+                   help="release even over files changed since the last release (each is backed up first)")
     r.set_defaults(func=cmd_release)
 
     k = sub.add_parser("check", help="execute notebooks fresh and grade their autograded cells as nbgrader does")
-    k.add_argument("notebooks", nargs="+")
+    k.add_argument("notebooks", nargs="+", help="notebook paths, or chapter numbers (found in work/)")
     k.add_argument("--json", action="store_true", help="JSON output (schema: docs/check-json.md)")
     k.add_argument("--repeat", type=int, default=1, help="run each notebook N times; all must pass")
     k.add_argument("--isolated", action="store_true",
@@ -177,7 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     if getattr(args, "isolated", False) or getattr(args, "in_kernel", False):
         import os
         os.environ["LADDER_ISOLATED"] = "1" if args.isolated else "0"

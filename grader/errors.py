@@ -37,6 +37,7 @@ REASONS = {
     "below-bar": "correct, but slower than the exercise's pass bar",
     "memory": "the launch allocated more memory than the exercise allows",
     "stderr": "a graded cell wrote to stderr",
+    "not-run": "the cell never ran: an earlier cell stopped the notebook or it timed out first",
     "sanitizer-memcheck": "compute-sanitizer memcheck found an invalid memory access",
     "sanitizer-racecheck": "compute-sanitizer racecheck found a shared-memory race",
     "sanitizer-synccheck": "compute-sanitizer synccheck found an invalid barrier",

@@ -17,12 +17,12 @@ from typing import Callable
 
 import torch
 
-from ..device import free_gpu_bytes, gpu_or_reason
-from .. import plots
-from ..answers import call_learner, require_close
-from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, check_stretch
-from ..quiet import captured_stderr
-from ..timing import bench
+from ..cuda.gpu import free_gpu_bytes, gpu_or_reason
+from ..harness import plots
+from ..harness.answers import call_learner, require_close
+from ..harness.exercise import Exercise, SmallSizes, SpeedResult, check_correctness, check_speed, check_stretch
+from ..harness.quiet import captured_stderr
+from ..harness.timing import bench
 
 N_TIMING = 1 << 27  # 512 MiB per fp32 array: about ten times any current L2
 
@@ -87,6 +87,11 @@ FUSED = Exercise(
 
 EXERCISES = (VECTOR_ADD, FUSED)
 BAR_KEYS = {"1a": "1a", "1a-stretch": "1a", "1b": "1b"}
+SANITIZE = (
+    SmallSizes(VECTOR_ADD, "vector_add", (1, 31, 1000, 4099)),
+    SmallSizes(FUSED, "fused_axpb_relu", (1, 31, 1000, 4099)),
+    SmallSizes(VECTOR_ADD, "vector_add_v4", (1, 3, 31, 1001, 4099), stretch=True),
+)
 
 
 # ------------------------------------------------------------------ what the notebook calls
@@ -123,7 +128,7 @@ def check_napkin_math(vector_add_bytes, floor_ms) -> None:
     print("✓ 1.0 napkin math: bytes moved and time floor are right")
 
 
-def check_fusion_napkin(eager_bytes, fused_bytes) -> None:
+def check_fusion_napkin_math(eager_bytes, fused_bytes) -> None:
     """Exercise 1.1: bytes moved by torch eager's three kernels, and by one fused kernel."""
     for n in (1, 1000, 1 << 27):
         require_close(call_learner(eager_bytes, n, exercise="1.1", names="`eager_bytes` and `fused_bytes`"), 32 * n,

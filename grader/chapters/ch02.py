@@ -19,13 +19,15 @@ from typing import Callable
 
 import torch
 
-from ..answers import call_learner, require_close
-from ..device import ceilings, free_gpu_bytes, gpu_or_reason
+from ..cuda.gpu import free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed
-from ..exercise import (CEILING_NAMES, Exercise, SpeedResult, check_correctness, check_speed, check_stretch,
-                        measure_speed)
-from ..quiet import captured_stderr
-from ..timing import bench
+from ..harness import plots
+from ..harness.answers import call_learner, require_close
+from ..harness.ceilings import ceilings
+from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, check_correctness, check_speed, check_stretch,
+                                measure_version)
+from ..harness.quiet import captured_stderr
+from ..harness.timing import bench
 
 SPEED_SHAPE = (8192, 8192)  # 256 MiB per matrix: about five times the largest current L2
 WARP = 32
@@ -89,6 +91,10 @@ TRANSPOSE = Exercise(
 
 EXERCISES = (TRANSPOSE,)
 BAR_KEYS = {"2": "2", "2-stretch": "2"}
+SANITIZE = (
+    SmallSizes(TRANSPOSE, "transpose", ((1, 1), (31, 33), (100, 37), (64, 64), (257, 130))),
+    SmallSizes(TRANSPOSE, "transpose_wide", ((4, 4), (31, 33), (36, 100), (100, 36), (132, 68)), stretch=True),
+)
 
 # The stretch goal's correctness shapes: float4 paths (multiples of 4, not of 32) and fallbacks (the
 # graded hidden shapes live in the notebook's hidden tests).
@@ -111,18 +117,8 @@ def check_transpose_speed(transpose) -> SpeedResult:
 
 def measure_transpose(transpose, label: str) -> SpeedResult | None:
     """Time a version that is not graded (the naive kernel, the tile without padding) against the
-    same torch baselines and the same bar, and print the report. Never raises: not written yet,
-    no GPU, or wrong results are printed, so that "Run All" carries on."""
-    try:
-        result = measure_speed(TRANSPOSE, transpose, "2")
-    except NotImplementedError:
-        print(f"{label}: not written yet, so not measured.")
-        return None
-    except CheckFailed as exc:  # NoGPUError included
-        print(f"{label}: not measured.\n{exc}")
-        return None
-    print(f"{label}:\n{result.report()}")
-    return result
+    same torch baselines and the same bar; never raises (grader.harness.exercise.measure_version)."""
+    return measure_version(TRANSPOSE, transpose, label, "2")
 
 
 def check_transpose_stretch(transpose_wide) -> SpeedResult | None:
@@ -151,7 +147,7 @@ def check_sectors(sectors_per_warp) -> None:
           "at stride 8 or more, 32 sectors (1,024 bytes fetched) for the same 128.")
 
 
-def check_transpose_napkin(transpose_bytes, transpose_floor_ms) -> None:
+def check_napkin_math(transpose_bytes, transpose_floor_ms) -> None:
     """Exercise 2.1: bytes a transpose must move, and the time they take at a bandwidth."""
     for rows, cols in ((8192, 8192), (1, 1), (3, 5000), (4097, 513)):
         require_close(call_learner(transpose_bytes, rows, cols, exercise="2.1",
@@ -259,36 +255,6 @@ def plot_bandwidth_vs_stride(strided_copy: Callable, sectors_per_warp: Callable 
 def plot_ladder(results: dict[str, SpeedResult | None]):
     """One bar per version of your transpose, beside torch's two transposed copies, under the copy
     ceiling; each bar says its speedup over the faster torch version and its share of the ceiling."""
-    import matplotlib.pyplot as plt
-
-    mine = {label: r for label, r in results.items() if r is not None}
-    if not mine:
-        print("Nothing to plot yet: run the speed cells first.")
-        return None
-    last = list(mine.values())[-1]
-    torch_names = {TRANSPOSE.baseline_name, *TRANSPOSE.baseline_alternatives}
-    torch_ms = {last.baseline_name: last.baseline_ms}
-    torch_ms.update({name: ms for name, ms in last.others.items() if name in torch_names})
-    labels = [*mine, *torch_ms]
-    gbps = [r.gbps() for r in mine.values()] + [last.gbps(ms) for ms in torch_ms.values()]
-    colors = ["tab:orange"] * len(mine) + ["tab:blue"] * len(torch_ms)
-    fig, ax = plt.subplots(figsize=(max(7, 1.5 * len(labels)), 4))
-    bars = ax.bar(range(len(labels)), gbps, color=colors)
-    ax.set_xticks(range(len(labels)), labels, fontsize=8)
-    for bar, (label, r) in zip(bars, mine.items()):
-        ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), f"{r.speedup:.2f}× torch",
-                ha="center", va="bottom", fontsize=8)
-    top = max(gbps)
-    if last.ceiling_value:
-        ax.axhline(last.ceiling_value, color="black", linestyle="--", linewidth=1)
-        ax.text(-0.5, last.ceiling_value * 1.01, f"{CEILING_NAMES[last.ceiling_name]} "
-                f"{last.ceiling_value:,.0f} GB/s", ha="left", va="bottom", fontsize=8)
-        top = max(top, last.ceiling_value)
-        for bar, value in zip(bars, gbps):
-            ax.text(bar.get_x() + bar.get_width() / 2, value / 2, f"{100 * value / last.ceiling_value:.0f}%\nof copy",
-                    ha="center", va="center", fontsize=7, color="white")
-    ax.set_ylim(0, top * 1.15)
-    ax.set_ylabel("achieved GB/s\n(8 bytes per element / time)")
-    ax.set_title(f"Transpose {last.size} on {last.gpu}")
-    fig.tight_layout()
-    return fig
+    shown = [r for r in results.values() if r is not None]
+    title = f"Transpose {shown[-1].size} on {shown[-1].gpu}" if shown else ""
+    return plots.plot_results(results, title=title)

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import torch
 
-from ..answers import call_learner, require_close
-from ..device import ceilings, gpu_or_reason, matmul_precision
+from ..cuda.gpu import gpu_or_reason, matmul_precision
 from ..errors import NoGPUError
-from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, check_stretch, measure_speed
-from ..quiet import captured_stderr
-from ..timing import bench
+from ..harness import plots
+from ..harness.answers import call_learner, require_close
+from ..harness.ceilings import ceilings
+from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, check_correctness, check_speed, check_stretch,
+                                measure_speed)
+from ..harness.quiet import captured_stderr
+from ..harness.timing import bench
 
 SPEED_SIZE = (4096, 4096, 4096)    # 64 MiB per matrix, 137 GFLOP: a few milliseconds for torch
 WORKED_SIZE = (2048, 2048, 2048)   # the worked kernels: the naive one takes ~100x torch's time
@@ -57,7 +60,7 @@ def torch_mm_fp32(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.
 def sgemm_tolerance(size) -> tuple[float, float]:
     """(rtol, atol) for an M x N x K fp32 product against the float64 reference.
 
-    Measured on the CPU with randn inputs (tests/test_ch03.py repeats the experiment at a smaller
+    Measured on the CPU with randn inputs (tests/chapters/test_ch03.py repeats the experiment at a smaller
     size). Each output sums K products whose rounding errors grow with the running sum, so the error
     grows about linearly with K. Adding the K products one at a time into one fp32 accumulator (the
     order every kernel of the chapter uses, and the worst we tried: torch's CPU matmul, eight
@@ -99,6 +102,10 @@ SGEMM = Exercise(
 
 EXERCISES = (SGEMM,)
 BAR_KEYS = {"3": "3", "3-stretch": "3"}
+SANITIZE = (
+    SmallSizes(SGEMM, "sgemm", ((1, 1, 1), (7, 13, 5), (129, 68, 36), (200, 256, 100))),
+    SmallSizes(SGEMM, "sgemm_v2", ((1, 4, 4), (7, 13, 5), (129, 68, 36), (130, 260, 100)), stretch=True),
+)
 
 # The timing size is square, where a kernel that swaps M and N can still be right: the speed check
 # first checks two shapes where it cannot.
@@ -141,7 +148,7 @@ def check_sgemm_stretch(sgemm_v2) -> SpeedResult | None:
     return check_stretch(SGEMM, sgemm_v2, "3-stretch", STRETCH_SIZES, "sgemm_v2 and SGEMM_V2_SRC")
 
 
-def check_gemm_napkin(gemm_flops, ridge_point) -> None:
+def check_napkin_math(gemm_flops, ridge_point) -> None:
     """Exercise 3.0: the FLOPs of an M x N x K product, and the ridge point of a GPU."""
     names = "`gemm_flops` and `ridge_point`"
     for m, n, k in ((4096, 4096, 4096), (1, 1, 1), (7, 13, 5), (300, 200, 100)):
@@ -300,41 +307,5 @@ def show_precision(k: int = 4096) -> dict[str, float]:
 def plot_results(results: dict[str, SpeedResult | None]):
     """One bar per version of your SGEMM (TFLOP/s) beside torch.mm fp32 at the same size, under this
     GPU's fp32 ceiling; each bar says its speedup over torch."""
-    import matplotlib.pyplot as plt
-
-    mine = {label: r for label, r in results.items() if r is not None}
-    if not mine:
-        print("Nothing to plot yet: run the speed cells first.")
-        return None
-    labels, values, colors, notes = [], [], [], []
-    torch_at = {}
-    for label, r in mine.items():
-        labels.append(f"{label}\n{r.size}")
-        values.append(r.tflops())
-        colors.append("tab:orange")
-        notes.append(f"{r.speedup:.3f}×" if r.speedup < 0.1 else f"{r.speedup:.2f}×")
-        torch_at.setdefault(r.size, r)
-    for size, r in torch_at.items():
-        labels.append(f"{r.baseline_name}\n{size}")
-        values.append(r.tflops(r.baseline_ms))
-        colors.append("tab:blue")
-        notes.append("")
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.45 * len(labels)), 4.2))
-    bars = ax.bar(range(len(labels)), values, color=colors)
-    ax.set_xticks(range(len(labels)), labels, fontsize=7.5)
-    for bar, note in zip(bars, notes):
-        if note:
-            ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height(), f"{note} torch", ha="center",
-                    va="bottom", fontsize=8)
-    top = max(values)
-    last = list(mine.values())[-1]
-    if last.ceiling_value:
-        ax.axhline(last.ceiling_value, color="black", linestyle="--", linewidth=1)
-        ax.text(-0.5, last.ceiling_value * 1.01, f"fp32 ceiling (torch.mm, TF32 off, as measured by start) "
-                f"{last.ceiling_value:.1f} TFLOP/s", ha="left", va="bottom", fontsize=8)
-        top = max(top, last.ceiling_value)
-    ax.set_ylim(0, top * 1.18)
-    ax.set_ylabel("TFLOP/s\n(2·M·N·K / time)")
-    ax.set_title(f"SGEMM on {last.gpu}")
-    fig.tight_layout()
-    return fig
+    shown = [r for r in results.values() if r is not None]
+    return plots.plot_results(results, title=f"SGEMM on {shown[-1].gpu}" if shown else "")

@@ -15,18 +15,19 @@ Every launcher takes torch tensors on the GPU that the grader allocated, and wri
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
 
 import torch
 
-from .. import correctness, remote, sass, tccount
-from ..answers import call_learner, check_floor_ms, check_gemm_flops, require_close
-from ..device import gpu_info, gpu_or_reason
+from ..cuda import sass
+from ..cuda.gpu import gpu_info, gpu_or_reason
+from ..cuda.kernels import load_kernel
 from ..errors import CheckFailed
-from ..exercise import (Exercise, SpeedResult, _launch_and_verify, check_correctness, check_speed, check_stretch, launch,
-                        measure_speed)
-from ..kernels import load_kernel
-from ..quiet import captured_stderr
+from ..harness import plots
+from ..harness.answers import call_learner, check_floor_ms, check_gemm_flops, require_close
+from ..harness.exercise import (Exercise, Requirement, SmallSizes, SpeedResult, as_learner, check_correctness,
+                                check_speed, check_stretch, counted_launch, launch, measure_version)
+from ..harness.quiet import captured_stderr
 
 SPEED_SIZE = (4096, 4096, 4096)
 
@@ -45,7 +46,7 @@ def _tolerance(size) -> tuple[float, float]:
     """(rtol, atol) for an M x N x K product of fp16 inputs, accumulated in fp32.
 
     Products of two fp16 numbers are exact in fp32, so all the error is in the K-long sums. We
-    measured it on the CPU with randn inputs (tests/test_ch04.py repeats the experiment): summing in
+    measured it on the CPU with randn inputs (tests/chapters/test_ch04.py repeats the experiment): summing in
     fp32, sixteen products at a time as the tensor cores do, the largest error over a 64 x 64 output
     is 1.6e-4 at K=4096 with round-to-nearest and 1.4e-3 with round-toward-zero (some tensor cores
     truncate); it grows about linearly with K. Summing in fp16 instead gives errors of 1.2 at K=4096
@@ -55,6 +56,23 @@ def _tolerance(size) -> tuple[float, float]:
     """
     return 1e-5, 4e-6 * size[2] + 1e-5
 
+
+@dataclass(frozen=True)
+class TensorCoreWork(Requirement):
+    """Before any speed is measured: every kernel the launcher launches has tensor-core instructions,
+    and on a GPU, launched for real at `count_size`, its tensor cores do every multiply-add of the
+    product (`check_tensor_cores`)."""
+    count_size: tuple = (768, 768, 768)
+    when = "before-speed"
+
+    def check(self, ex, fn, label: str) -> None:
+        check_tensor_cores(fn, what=label, verbose=False)
+
+
+# The shape at which a GPU counts the multiply-adds the tensor cores execute: a multiple of 16, 32, 48,
+# 64, 96, 128, 192, 256 and 384, so that no block tile a GEMM is likely to use leaves edge tiles that
+# might excuse work done on the FMA units.
+TENSOR_CORES = TensorCoreWork(count_size=(768, 768, 768))
 
 WMMA_GEMM = Exercise(
     key="4", title="WMMA GEMM", where="the code cell under 'Exercise 4'",
@@ -78,20 +96,22 @@ WMMA_GEMM = Exercise(
     speed_hint="stage tiles of A and B through shared memory (a 128 x 128 block tile, 32 deep, with 8 "
                "warps that each own 4 x 2 accumulator fragments), so that each fragment loaded from "
                "shared memory feeds several MMAs.",
+    requirements=(TENSOR_CORES,),
 )
 
 EXERCISES = (WMMA_GEMM,)
 BAR_KEYS = {"4": "4", "4-stretch": "4"}
+SANITIZE = (
+    SmallSizes(WMMA_GEMM, "wmma_gemm", ((1, 1, 1), (17, 33, 9), (129, 257, 95), (128, 256, 64), (136, 264, 40))),
+    SmallSizes(WMMA_GEMM, "wmma_gemm_async", ((1, 1, 1), (17, 33, 9), (129, 257, 96), (136, 264, 40)), stretch=True),
+)
 
 HIDDEN_SIZES = [(1, 1, 1), (16, 16, 16), (17, 33, 9), (129, 257, 95), (1000, 1500, 700), (513, 130, 4096),
                 (64, 4100, 48), (2048, 520, 264)]
 STRETCH_SIZES = [(1, 1, 1), (17, 33, 9), (200, 312, 100), (129, 257, 96), (384, 640, 4096)]
 # Shapes at which the tensor-core check watches the launcher (nothing runs): each path it may take.
 _RECORD_SIZES = [SPEED_SIZE, (200, 312, 100), (1, 1, 1)]
-# The shape at which a GPU counts the multiply-adds the tensor cores execute: a multiple of 16, 32, 48,
-# 64, 96, 128, 192, 256 and 384, so that no block tile a GEMM is likely to use leaves edge tiles that
-# might excuse work done on the FMA units.
-COUNT_SIZE = (768, 768, 768)
+COUNT_SIZE = TENSOR_CORES.count_size
 
 
 # ------------------------------------------------------------------ what the notebook calls
@@ -107,6 +127,7 @@ def check_tensor_cores(wmma_gemm, *, what: str = "4", verbose: bool = True) -> l
     works without a GPU; each recorded kernel is compiled through NVRTC for this GPU (sm_80 without
     one) and its SASS inspected, or its PTX when there is no disassembler.
     """
+    wmma_gemm = as_learner(wmma_gemm)
     with captured_stderr():
         kernels = _kernels_launched_by(wmma_gemm)
         listings = [sass.disassemble(k) for k in kernels]
@@ -136,44 +157,40 @@ def check_tensor_cores(wmma_gemm, *, what: str = "4", verbose: bool = True) -> l
 
 
 def check_wmma_gemm_speed(wmma_gemm) -> SpeedResult:
-    if gpu_or_reason()[0]:
-        check_tensor_cores(wmma_gemm, verbose=False)
+    """Tensor-core work first (the exercise's requirement), then the speed bar."""
     return check_speed(WMMA_GEMM, wmma_gemm, "4")
 
 
-def measure_wmma_gemm(fn) -> SpeedResult | None:
+def measure_wmma_gemm(fn, label: str = "one warp per tile") -> SpeedResult | None:
     """Time a WMMA launcher against torch.mm at 4096^3 and print the report (not graded)."""
     ok, reason = gpu_or_reason()
     if not ok:
         print(f"{reason}: nothing to measure here.")
         return None
-    result = measure_speed(WMMA_GEMM, fn, "4")
-    print(result.report())
-    return result
+    return measure_version(WMMA_GEMM, fn, label, "4")
 
 
-def check_wmma_stretch(wmma_gemm_async) -> SpeedResult | None:
+def check_wmma_gemm_stretch(wmma_gemm_async) -> SpeedResult | None:
     """The stretch goal: correct on awkward shapes, tensor cores, then the speed bar (reported only)."""
     info = gpu_info()
     if info is not None and info.capability < (8, 0):
         print(f"Stretch goal skipped: cp.async needs compute capability 8.0 or newer; {info.name} is {info.cc}.")
         return None
     result = check_stretch(WMMA_GEMM, wmma_gemm_async, "4-stretch", STRETCH_SIZES,
-                           "wmma_gemm_async and WMMA_GEMM_ASYNC_SRC",
-                           before_speed=lambda fn: check_tensor_cores(fn, what="4-stretch", verbose=False))
+                           "wmma_gemm_async and WMMA_GEMM_ASYNC_SRC")
     if result is not None:
         print(f"  = {100 * result.speedup:.0f}% of cuBLAS (what torch.mm runs) on this GPU")
     return result
 
 
-def check_flops_napkin(gemm_flops, floor_ms) -> None:
+def check_napkin_math(gemm_flops, floor_ms) -> None:
     """Exercise 4.0: the FLOPs of an M x N x K GEMM, and the least time they take at a throughput."""
     check_gemm_flops(gemm_flops, "4.0", "`gemm_flops` and `floor_ms`")
     check_floor_ms(floor_ms, "4.0")
     print("✓ 4.0 napkin math: GEMM FLOPs and time floor are right")
 
 
-def check_intensity_napkin(flops_per_byte, global_bytes) -> None:
+def check_intensity(flops_per_byte, global_bytes) -> None:
     """Exercise 4.1: FLOPs per byte a block tile loads, and all the bytes a tiled GEMM loads."""
     names = "`flops_per_byte` and `global_bytes`"
     for tm, tn in ((16, 16), (128, 128), (128, 64), (64, 256), (1, 1)):
@@ -192,48 +209,18 @@ def check_intensity_napkin(flops_per_byte, global_bytes) -> None:
 
 # ------------------------------------------------------------------------------------ plots
 
-def plot_results(**results: SpeedResult | None):
+def plot_results(results: dict[str, SpeedResult | None]):
     """Bar chart of TFLOP/s: each of your versions by name, torch.mm fp16, under the fp16 ceiling.
-
-    `plot_results(naive=..., yours=..., stretch=...)`; results that are None are left out.
-    (grader.plots.plot_results labels bars by exercise key, and all three versions here share one.)
-    """
-    import matplotlib.pyplot as plt
-
-    shown = {name: r for name, r in results.items() if r is not None}
-    if not shown:
-        print("Nothing to plot yet: run the speed cells first.")
-        return None
-    first = next(iter(shown.values()))
-    torch_rates = [r.rate(r.baseline_ms) for r in shown.values()]
-    labels = [*shown, first.baseline_name]
-    values = [r.rate() for r in shown.values()] + [sorted(torch_rates)[len(torch_rates) // 2]]
-    colors = ["tab:orange"] * len(shown) + ["tab:blue"]
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(values)), 3.8))
-    ax.bar(range(len(values)), values, color=colors)
-    ax.set_xticks(range(len(values)), labels)
-    top = max(values)
-    if first.ceiling_value:
-        ax.axhline(first.ceiling_value, color="black", linestyle="--", linewidth=1)
-        ax.text(-0.4, first.ceiling_value * 1.01, f"fp16 matmul ceiling {first.ceiling_value:,.0f} TFLOP/s",
-                fontsize=8, va="bottom")
-        top = max(top, first.ceiling_value)
-    for x, v in enumerate(values):
-        pct = f"\n{100 * v / first.ceiling_value:.0f}%" if first.ceiling_value else ""
-        ax.text(x, v + top * 0.01, f"{v:,.0f}{pct}", ha="center", va="bottom", fontsize=8)
-    ax.set_ylim(0, top * 1.2)
-    ax.set_ylabel("achieved TFLOP/s\n2*M*N*K / time")
-    ax.set_title(f"Chapter 4, {_mnk(SPEED_SIZE)}, on {first.gpu}")
-    fig.tight_layout()
-    return fig
+    Results that are None are left out."""
+    shown = [r for r in results.values() if r is not None]
+    return plots.plot_results(results, title=f"Chapter 4, {_mnk(SPEED_SIZE)}, on {shown[-1].gpu}" if shown else "")
 
 
 # ------------------------------------------------------------------------------------ helpers
 
-def _kernels_launched_by(fn: Callable) -> list:
-    """The CudaKernels `fn` launches at a few shapes; launches are recorded, never run.
-
-    A launcher running in the grader's worker records there and sends back the kernels' sources."""
+def _kernels_launched_by(fn) -> list:
+    """The CudaKernels `fn` launches at a few shapes; launches are recorded, never run (wherever the
+    launcher runs, the kernels' sources come back, and are built again here)."""
     device = "cuda" if gpu_or_reason()[0] else "cpu"
     kernels, seen, refused = [], set(), None
     for m, n, k in _RECORD_SIZES:
@@ -241,7 +228,7 @@ def _kernels_launched_by(fn: Callable) -> list:
         b = torch.empty(k, n, device=device, dtype=torch.float16)
         out = torch.empty(m, n, device=device, dtype=torch.float32)
         try:
-            launched = _record_launches(fn, a, b, out)
+            launched = launch(WMMA_GEMM, fn, (a, b), out, record=True)
         except CheckFailed as exc:
             # A launcher that refuses a shape is for the correctness cells to judge; this check
             # only needs the kernels of the shapes it accepts.
@@ -250,51 +237,28 @@ def _kernels_launched_by(fn: Callable) -> list:
         for kernel in launched:
             if (kernel.name, kernel.source) not in seen:
                 seen.add((kernel.name, kernel.source))
-                kernels.append(kernel)
+                kernels.append(load_kernel(kernel.source, kernel.name, kernel.options, kernel.where))
     if not kernels and refused is not None:
         raise refused
     return kernels
-
-
-def _record_launches(fn: Callable, a, b, out) -> list:
-    if remote.is_remote(fn):
-        return [load_kernel(r["source"], r["name"], tuple(r["options"]), r["where"])
-                for r in fn.record_launches(a, b, out)]
-    with sass.recorded_launches() as launched:
-        # "cpu": nothing was launched, so there is nothing to wait for.
-        launch(WMMA_GEMM, fn, (a, b), out, "cpu")
-    return launched
 
 
 def _require_executed(fn, listings: list, what: str) -> None:
     """On a GPU: launched for real, the tensor cores must do every multiply-add of the product.
 
     The launcher runs once at COUNT_SIZE on fresh random inputs, with each of its kernels replaced by
-    an instrumented copy that counts the multiply-adds its tensor-core MMAs perform (grader.tccount);
+    an instrumented copy that counts the multiply-adds its tensor-core MMAs perform (grader.cuda.tccount);
     the result is checked as in every correctness trial. A tensor-core MMA compiled into a branch
     that never runs is in the SASS, but counts nothing here.
     """
     if not gpu_or_reason()[0]:
         return
-    gen, _ = correctness.fresh_generator("cuda")
-    inputs = WMMA_GEMM.make_inputs(COUNT_SIZE, gen, "cuda")
-    guard = correctness.guarded(WMMA_GEMM.make_output(COUNT_SIZE, "cuda"))
-    label = f"{what} tensor cores, {_mnk(COUNT_SIZE)}, instrumented run"
-    in_worker = remote.is_remote(fn)
-    with (remote.counting_tensor_cores() if in_worker else tccount.counting()) as tally:
-        _launch_and_verify(WMMA_GEMM, fn, COUNT_SIZE, inputs, correctness.snapshot(inputs), guard.out, "cuda",
-                           label, guard)
-    if in_worker:
-        counted = fn.last_facts.get("tensor_cores") or tccount.Tally().as_dict()
-        ran = set(fn.last_facts.get("launches", []))
-    else:
-        counted = tally.as_dict()
-        ran = set(counted["macs"]) | set(counted["uncounted"])
-    _judge_count(counted, ran, listings, what)
+    tally, ran = counted_launch(WMMA_GEMM, fn, COUNT_SIZE, f"{what} tensor cores, {_mnk(COUNT_SIZE)}, instrumented run")
+    _judge_count(tally, set(ran), listings, what)
 
 
-def _judge_count(counted: dict, ran: set, listings: list, what: str) -> None:
-    """The verdict on an instrumented run at COUNT_SIZE: `counted` is a grader.tccount Tally's dict,
+def _judge_count(counted, ran: set, listings: list, what: str) -> None:
+    """The verdict on an instrumented run at COUNT_SIZE: `counted` is a grader.cuda.tccount Tally,
     `ran` the names of the kernels launched, `listings` the inspected kernels."""
     m, n, k = COUNT_SIZE
     with_tc = {l.name for l in listings if l.tensor_core_instructions()}
@@ -303,16 +267,16 @@ def _judge_count(counted: dict, ran: set, listings: list, what: str) -> None:
         raise CheckFailed(f"{what} tensor cores: a real launch of wmma_gemm ran {', '.join(f'`{k}`' for k in other)}, "
                           "which was not among the inspected kernels with tensor-core instructions.",
                           reason="no-tensor-cores")
-    macs, need = sum(counted["macs"].values()), m * n * k
+    macs, need = counted.total, m * n * k
     if macs >= need:
         return
-    if counted["uncounted"]:
-        why = "; ".join(f"`{name}`: {reason}" for name, reason in counted["uncounted"].items())
+    if counted.uncounted:
+        why = "; ".join(f"`{name}`: {reason}" for name, reason in counted.uncounted.items())
         print(f"Note: {what} tensor cores: could not count the multiply-adds your tensor cores execute on this "
               f"machine ({why}), so this check rests on the instructions compiled into your kernel.")
         return
-    done = ", ".join(f"`{name}` {v:,}" for name, v in counted["macs"].items()) or "none"
-    unweighed = sorted({op for ops in counted.get("unweighed", {}).values() for op in ops})
+    done = ", ".join(f"`{name}` {v:,}" for name, v in counted.macs.items()) or "none"
+    unweighed = sorted({op for ops in counted.unweighed.values() for op in ops})
     extra = (f" Only wmma, mma.sync and wgmma instructions can be counted; yours include {', '.join(unweighed)}, "
              "which count nothing here." if unweighed else "")
     raise CheckFailed(

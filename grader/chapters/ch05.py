@@ -18,22 +18,20 @@ tensors; without one, Triton runs the kernels on the CPU through its interpreter
 
 from __future__ import annotations
 
-import functools
 import math
-import traceback
 from dataclasses import replace
-from pathlib import Path
 from typing import Callable
 
 import torch
 
-from .. import plots, remote
-from ..answers import call_learner, check_floor_ms, check_gemm_flops, require_close
-from ..device import gpu_info, gpu_or_reason, has_gpu
-from ..errors import CheckFailed, KernelCompileError, LadderError, NotImplementedYet
-from ..exercise import Exercise, SpeedResult, check_correctness, check_speed, measure_speed
-from ..quiet import captured_stderr
-from ..timing import bench
+from ..harness import plots
+from ..harness.answers import call_learner, check_floor_ms, check_gemm_flops, require_close
+from ..cuda.gpu import gpu_info, gpu_or_reason, has_gpu
+from ..errors import CheckFailed
+from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, as_learner, check_correctness, check_speed,
+                                measure_speed, measure_version)
+from ..harness.quiet import captured_stderr
+from ..harness.timing import bench
 
 Size = tuple[int, int, int]   # (M, N, K): a is M x K, b is K x N, out is M x N
 
@@ -80,7 +78,7 @@ def _tolerance(size: Size) -> tuple[float, float]:
     half an fp16 step: 2^-11 ~ 4.9e-4 of the value. rtol = 2e-3 leaves 4x room for that. Because A is
     scaled by 1/sqrt(K), outputs are O(1) for every K, so one atol serves every size: 1e-3, which
     also covers the erf form of GELU (within 4.7e-4 of the tanh form) in 5b.
-    What it rejects (simulated at 512 x 512, see tests/test_ch05.py): accumulating in fp16 fails from
+    What it rejects (simulated at 512 x 512, see tests/chapters/test_ch05.py): accumulating in fp16 fails from
     K = 1024 on (at K = 4096, 3-20% of the elements are out), and bf16 inputs fail at every K
     (a third of the elements). The timing sizes have K >= 1024, so the speed cell's own
     correctness check catches both.
@@ -154,75 +152,17 @@ SPLIT_K = replace(
 
 EXERCISES = (MATMUL, FUSED)
 BAR_KEYS = {"5a": "5a", "5a-stretch": "5a", "5b": "5b"}
+# `ladder check --sanitize` runs memcheck only: Triton places shared memory and every barrier itself, so
+# racecheck and synccheck would test Triton rather than the learner (ask for them with --tool).
+SANITIZER_TOOLS = ("memcheck",)
+SANITIZE = (
+    SmallSizes(MATMUL, "matmul", ((1, 1, 1), (33, 47, 95), (130, 260, 70))),
+    SmallSizes(FUSED, "matmul_bias_act", ((1, 1, 1), (33, 47, 95), (130, 260, 70))),
+    SmallSizes(SPLIT_K, "matmul_splitk", ((1, 1, 1), (31, 33, 35), (3, 100, 1500)), stretch=True),
+)
 
 
 # ------------------------------------------------------------------ the learner's launchers
-
-def _causes(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
-def _kernel_frames(exc: BaseException) -> str:
-    """Frames of the learner's own code in an interpreter failure: not Triton's, not the grader's."""
-    import triton
-
-    skip = (str(Path(triton.__file__).parent), str(Path(__file__).resolve().parents[1]))
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(skip)]
-    return "".join(traceback.format_list(frames[-4:]))
-
-
-def _not_written(ex: Exercise, what: str) -> NotImplementedYet:
-    return NotImplementedYet(f"exercise {ex.key} ({ex.title}) is not written yet: {what} in {ex.where}, "
-                             "replacing `raise NotImplementedError()`.")
-
-
-def learner(ex: Exercise, fn: Callable) -> Callable:
-    """Wrap a learner's launcher so that Triton's failures read as messages about their code.
-
-    A released stub raises NotImplementedError in Python (the launcher) or, inside a `@triton.jit`
-    body, becomes a Triton compile error on a GPU ("unsupported AST node type: Raise") and an
-    InterpreterError on a CPU. All three mean "not written yet". Other compile errors keep Triton's
-    own message, which quotes the kernel line.
-
-    A launcher running in the grader's worker (isolated grading) is returned as it is: the worker
-    reads its errors the same way, and the grader must see the remote function itself to time it
-    in the worker and to switch its kernels off.
-    """
-    if remote.is_remote(fn):
-        return fn
-    from triton.compiler.errors import CompilationError
-    try:
-        from triton.runtime.errors import InterpreterError
-    except ImportError:  # an older Triton: nothing of this type can be raised
-        class InterpreterError(Exception):
-            pass
-
-    @functools.wraps(fn)
-    def call(*args):
-        try:
-            return fn(*args)
-        except LadderError:
-            raise
-        except NotImplementedError:
-            raise _not_written(ex, f"write the launcher `{ex.signature}`") from None
-        except CompilationError as exc:
-            if "NotImplementedError" in str(exc):
-                raise _not_written(ex, "write the body of your `@triton.jit` kernel") from None
-            raise KernelCompileError(f"{ex.signature}: your Triton kernel did not compile.\n{exc}") from None
-        except InterpreterError as exc:
-            causes = list(_causes(exc))[1:]
-            if any(isinstance(c, NotImplementedError) for c in causes):
-                raise _not_written(ex, "write the body of your `@triton.jit` kernel") from None
-            cause = causes[0] if causes else exc
-            where = _kernel_frames(cause)
-            raise CheckFailed(f"{ex.signature}: your Triton kernel failed in the interpreter with "
-                              f"{type(cause).__name__}: {cause}" + (f"\nin your code:\n{where}" if where else "")) from None
-    return call
-
 
 def _sizes_for_here(ex: Exercise, sizes):
     """On a CPU, sizes too large for the interpreter are skipped, and the check says which."""
@@ -239,15 +179,15 @@ def _sizes_for_here(ex: Exercise, sizes):
 # ------------------------------------------------------------------ what the notebook calls
 
 def check_matmul(matmul, sizes=None, trials: int = 2):
-    return check_correctness(MATMUL, learner(MATMUL, matmul), _sizes_for_here(MATMUL, sizes), trials)
+    return check_correctness(MATMUL, matmul, _sizes_for_here(MATMUL, sizes), trials)
 
 
-def _check_speed(ex: Exercise, fn: Callable, bar_key: str) -> SpeedResult:
-    call = learner(ex, fn)
+def _check_speed(ex: Exercise, fn, bar_key: str) -> SpeedResult:
+    fn = as_learner(fn)
     if not has_gpu():
         # Nothing to time, but a stub or a broken kernel should say so rather than only "no GPU".
-        check_correctness(ex, call, ex.cpu_sizes[:1], trials=1, verbose=False)
-    return check_speed(ex, call, bar_key)
+        check_correctness(ex, fn, ex.cpu_sizes[:1], trials=1, verbose=False)
+    return check_speed(ex, fn, bar_key)
 
 
 def check_matmul_speed(matmul) -> SpeedResult:
@@ -255,33 +195,27 @@ def check_matmul_speed(matmul) -> SpeedResult:
 
 
 def check_fused(matmul_bias_act, sizes=None, trials: int = 2):
-    return check_correctness(FUSED, learner(FUSED, matmul_bias_act), _sizes_for_here(FUSED, sizes), trials)
+    return check_correctness(FUSED, matmul_bias_act, _sizes_for_here(FUSED, sizes), trials)
 
 
 def check_fused_speed(matmul_bias_act) -> SpeedResult:
     return _check_speed(FUSED, matmul_bias_act, "5b")
 
 
-def measure(ex: Exercise, fn: Callable, bar_key: str | None = None, size: Size | None = None,
-            label: str | None = None) -> SpeedResult | None:
-    """Time any launcher against the exercise's baseline and print the report; never raises for
-    speed (for the worked examples and comparisons). `label` names it in the report and the plot.
-    None without a GPU."""
+def measure_matmul(fn, label: str = "yours", size: Size | None = None, ex: Exercise = None) -> SpeedResult | None:
+    """Time a matmul launcher (any version, graded or not) against torch.mm and print the report; never
+    raises for speed. `label` names it in the report and the plot. None without a GPU."""
     if not has_gpu():
         print(f"{gpu_or_reason()[1]}: speed not measured.")
         return None
-    result = measure_speed(ex, learner(ex, fn), bar_key, size=size)
-    if label:
-        result.key = label
-    print(result.report())
-    return result
+    return measure_version(ex or MATMUL, fn, label, size=size)
 
 
-def check_splitk(matmul_splitk, matmul=None) -> SpeedResult | None:
+def check_matmul_stretch(matmul_splitk, matmul=None) -> SpeedResult | None:
     """The stretch goal: correct on awkward sizes, then timed at the skinny shape against torch.mm
     (bar "5a-stretch", reported, never graded). With `matmul`, your 5a kernel is timed there too.
     Not attempted yet, or no GPU, is not an error, so that "Run All" carries on."""
-    fn = learner(SPLIT_K, matmul_splitk)
+    fn = as_learner(matmul_splitk)
     sizes = [(1, 1, 1), (31, 33, 35), (64, 64, 1000), (100, 3, 700), (3, 100, 129)]
     if has_gpu():
         sizes += [(512, 512, 8192), (129, 255, 65537), (1, 4096, 40000), (1000, 1000, 3000)]
@@ -295,7 +229,7 @@ def check_splitk(matmul_splitk, matmul=None) -> SpeedResult | None:
         return None
     result = check_speed(SPLIT_K, fn, "5a-stretch")
     if matmul is not None:
-        plain = measure_speed(SPLIT_K, learner(MATMUL, matmul), "5a-stretch")
+        plain = measure_speed(SPLIT_K, matmul, "5a-stretch")
         print(f"  your 5a kernel at the same shape: {plain.ms:.3f} ms, {plain.speedup:.2f}x torch.mm, "
               f"{plain.rate():.1f} TFLOP/s")
     return result
@@ -305,12 +239,15 @@ def compare_unfused(matmul) -> SpeedResult | None:
     """Your 5a matmul, then torch's bias add and GELU (in place, no extra copies), timed as 5b.
 
     The same bytes as torch eager: a faster matmul alone does not remove the two trips through
-    memory that the epilogue costs. Printed, never graded."""
+    memory that the epilogue costs. Printed, never graded; torch computes the epilogue on purpose here."""
     def unfused(a, b, bias, out):
         matmul(a, b, out)
         out.add_(bias)
         torch.ops.aten.gelu_.default(out, approximate="tanh")
-    return measure(FUSED, unfused, "5b", label="unfused")
+    if not has_gpu():
+        print(f"{gpu_or_reason()[1]}: speed not measured.")
+        return None
+    return measure_version(FUSED, as_learner(unfused, "unfused", torch_ops=True), "unfused", "5b")
 
 
 def check_napkin_math(matmul_flops, floor_ms, loaded_bytes) -> None:
@@ -437,7 +374,7 @@ def plot_results(*results: SpeedResult | None):
 
 def plot_tflops_vs_size(kernels: dict[str, Callable], sizes=(512, 1024, 2048, 4096, 8192)):
     """Achieved TFLOP/s of matmul launchers and torch.mm on square fp16 matrices, under the ceiling."""
-    from ..device import ceilings
+    from ..cuda.gpu import ceilings
 
     ok, reason = gpu_or_reason()
     if not ok:
@@ -459,9 +396,8 @@ def sweep_tflops(kernels: dict[str, Callable], sizes, device: str) -> dict[str, 
         out = _output((s, s, s), device)
         flops = 2 * s**3
         for name, fn in kernels.items():
-            call = learner(MATMUL, fn)
-            call(a, b, out)  # compile and autotune outside the timing
-            curves[name].append(flops / (bench(lambda: call(a, b, out)) * 1e-3) / 1e12)
+            fn(a, b, out)  # compile and autotune outside the timing
+            curves[name].append(flops / (bench(lambda: fn(a, b, out)) * 1e-3) / 1e12)
         curves["torch.mm"].append(flops / (bench(lambda: torch.mm(a, b, out=out)) * 1e-3) / 1e12)
         del a, b, out
     return curves

@@ -27,14 +27,14 @@ from typing import Callable
 
 import torch
 
-from .. import correctness, plots, remote, tccount
-from ..answers import call_learner, require_close
-from ..device import free_gpu_bytes, gpu_or_reason
+from ..cuda.gpu import free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed, LadderError, NoGPUError, NotImplementedYet
-from ..exercise import (Exercise, SpeedResult, _launch_and_verify, check_correctness, check_speed, launch,
-                        _learner_frames)
-from ..quiet import captured_stderr
-from ..timing import bench
+from ..harness import correctness, plots
+from ..harness.answers import call_learner, require_close
+from ..harness.exercise import (Exercise, Requirement, SmallSizes, SpeedResult, as_learner, check_correctness,
+                                check_speed, counted_launch, launch, with_stderr)
+from ..harness.quiet import captured_stderr
+from ..harness.timing import bench
 
 SPEED_SIZE = (4, 16, 4096, 64)        # (B, H, N, D): the issue's timing size
 # 6-causal's count of executed tensor-core work, at COUNT_SIZE (N as at the timing size, fewer
@@ -145,6 +145,19 @@ def _speed_size():
     return (b, h, n, d)
 
 
+@dataclasses.dataclass(frozen=True)
+class CausalSkipping(Requirement):
+    """After 6-causal's speed: a causal launch must really leave out the key tiles above the diagonal,
+    counted in executed tensor-core work at `count_size` (`require_skipping`, `judge_skipping`)."""
+    count_size: tuple = COUNT_SIZE
+    skip_limit: float = SKIP_LIMIT
+    max_repeat: float = MAX_REPEAT
+    when = "after-speed"
+
+    def check(self, ex, fn, label: str) -> None:
+        require_skipping(fn.base())
+
+
 def _exercise(causal: bool) -> Exercise:
     variant = "causal" if causal else "non-causal"
     return Exercise(
@@ -166,6 +179,7 @@ def _exercise(causal: bool) -> Exercise:
         speed_hint="one program per tile of BLOCK_M query rows and one (batch, head); loop over key/value "
                    "tiles with tl.dot for Q K^T and for P V, keep the running max, sum and accumulator in "
                    "registers, and never write scores to memory. BLOCK_M = 128, BLOCK_N = 64 is a good start.",
+        requirements=(CausalSkipping(),) if causal else (),
     )
 
 
@@ -173,6 +187,14 @@ ATTENTION = _exercise(causal=False)
 CAUSAL = _exercise(causal=True)
 EXERCISES = (ATTENTION, CAUSAL)
 BAR_KEYS = {"6": "6", "6-causal": "6-causal", "6-stretch": "6"}
+_SANITIZE_SIZES = ((1, 1, 1, 64), (1, 2, 100, 64), (2, 1, 77, 128), (1, 1, 129, 64))
+# `ladder check --sanitize` runs memcheck only: Triton places shared memory and every barrier itself, so
+# racecheck and synccheck would test Triton rather than the learner (ask for them with --tool).
+SANITIZER_TOOLS = ("memcheck",)
+SANITIZE = (
+    SmallSizes(ATTENTION, "attention", _SANITIZE_SIZES, trailing=(False,)),
+    SmallSizes(CAUSAL, "attention", _SANITIZE_SIZES, trailing=(True,)),
+)
 
 HIDDEN_SIZES = ((1, 1, 1, 64), (1, 1, 2, 128), (3, 5, 17, 64), (1, 2, 129, 128), (2, 2, 255, 64),
                 (1, 3, 1001, 64), (2, 1, 4097, 128), (1, 2, 16384, 64), (1, 1, 16384, 128))
@@ -180,45 +202,9 @@ HIDDEN_SIZES = ((1, 1, 1, 64), (1, 1, 2, 128), (3, 5, 17, 64), (1, 2, 129, 128),
 
 # ------------------------------------------------------------------ the learner's launcher, bound
 
-NOT_WRITTEN = ("exercise 6 (attention forward) is not written yet: write `attention(q, k, v, out, causal)` and "
-               "its Triton kernel in the code cell under 'Exercise 6', replacing `raise NotImplementedError()`")
-
-
-def _triton_trouble(exc: Exception) -> LadderError | None:
-    """Triton failures with a known cause, as messages that say what to do."""
-    if not type(exc).__module__.startswith("triton"):
-        return None
-    text = str(exc)
-    if "NotImplementedError" in text:
-        # The released stub inside a @triton.jit function: a compile error on a GPU, an
-        # InterpreterError on a CPU, never a plain NotImplementedError.
-        return NotImplementedYet(NOT_WRITTEN + ": your launcher runs, but a Triton kernel it launches still "
-                                 "holds the stub.")
-    if "outside of the scope of a kernel" in text and not gpu_or_reason()[0]:
-        return CheckFailed("Triton was imported before `start()` switched it to its interpreter, so its library "
-                           "functions (tl.max, tl.sum, ...) cannot run on the CPU. Restart the notebook's kernel "
-                           "and run the setup cell first.")
-    return None
-
-
-def bind(attention: Callable, causal: bool) -> Callable:
-    """`attention(q, k, v, out, causal)` as the harness's `fn(q, k, v, out)`."""
-    if remote.is_remote(attention):  # runs in the grader's worker: bind there, so batches stay in the worker
-        return attention.with_trailing(causal)
-    def launcher(q, k, v, out):
-        try:
-            attention(q, k, v, out, causal)
-        except LadderError:
-            raise
-        except NotImplementedError:
-            raise NotImplementedYet(NOT_WRITTEN + ".") from None
-        except Exception as exc:
-            known = _triton_trouble(exc)
-            if known is not None:
-                raise known from None
-            raise
-    launcher.__name__ = f"attention(causal={causal})"
-    return launcher
+def bind(attention: Callable, causal: bool):
+    """`attention(q, k, v, out, causal)` as the harness's `fn(q, k, v, out)`, wherever it runs."""
+    return as_learner(attention, "attention").with_trailing(causal)
 
 
 def _cpu_filter(sizes):
@@ -231,7 +217,7 @@ def _cpu_filter(sizes):
 
 # ------------------------------------------------------------------ what the notebook calls
 
-def check_napkin(score_bytes, attention_flops_fn) -> None:
+def check_napkin_math(score_bytes, attention_flops_fn) -> None:
     """Exercise 6.0: bytes of one score matrix, and the FLOPs of attention."""
     names = "`score_bytes` and `attention_flops`"
     for b, h, n, nbytes in ((1, 1, 1, 2), (4, 16, 4096, 2), (4, 16, 4096, 4), (2, 3, 1000, 8)):
@@ -253,16 +239,10 @@ def _call(fn, *args, exercise: str, names: str):
     """`answers.call_learner` for functions of tensors: the message quotes the learner's traceback lines
     instead of the arguments (which would print whole tensors)."""
     try:
-        return fn(*args)
-    except LadderError:
-        raise
-    except NotImplementedError:
+        return as_learner(fn).call(*args)
+    except NotImplementedYet:
         raise NotImplementedYet(f"exercise {exercise} is not written yet: write {names} in the cell above "
                                 "this one, replacing `raise NotImplementedError()`.") from None
-    except Exception as exc:
-        where = _learner_frames(exc)
-        raise CheckFailed(f"{names} raised {type(exc).__name__}: {exc}"
-                          + (f"\nin your code:\n{where}" if where else "")) from None
 
 
 TILED_CASES = ((64, 16, 16), (100, 32, 32), (1, 8, 4), (257, 64, 64), (300, 16, 1000), (512, 64, 128))
@@ -318,10 +298,6 @@ def check_attention(attention, sizes=None, trials: int = 2) -> list:
     return results
 
 
-def check_hidden(attention) -> list:
-    return check_attention(attention, HIDDEN_SIZES, trials=1)
-
-
 def _require_written(attention) -> None:
     """Without a GPU the speed and memory cells cannot measure anything, but for the released stub they
     should still say "not written yet" rather than "no GPU": run the launcher once on a tiny CPU input
@@ -332,7 +308,7 @@ def _require_written(attention) -> None:
     size = (1, 1, 1, 64)
     with captured_stderr():
         try:
-            launch(ATTENTION, bind(attention, False), make_inputs(size, gen, "cpu"), _empty(size, "cpu"), "cpu")
+            launch(ATTENTION, bind(attention, False), make_inputs(size, gen, "cpu"), _empty(size, "cpu"))
         except NotImplementedYet:
             raise
         except LadderError:
@@ -347,16 +323,11 @@ def check_attention_speed(attention) -> SpeedResult:
 
 def causal_exercise(attention) -> Exercise:
     """The causal exercise timed against the learner's own kernel with causal=False: skipping the key
-    tiles above the diagonal should make causal about twice as fast. Naive torch and SDPA, both
-    causal, are reported beside it."""
-    def noncausal(q, k, v, out):
-        attention(q, k, v, out, False)
-
-    # A launcher running in the grader's worker is timed there, in batches, for causal=False as for
-    # causal=True; called from here, each causal=False call would be a round trip between processes.
-    baseline = attention.with_trailing(False) if remote.is_remote(attention) else noncausal
+    tiles above the diagonal should make causal about twice as fast. The baseline runs wherever the
+    learner's launcher runs (in the grader's worker when grading), timed in batches as the launcher is.
+    Naive torch and SDPA, both causal, are reported beside it."""
     return dataclasses.replace(
-        CAUSAL, baseline=baseline, baseline_name="yours, causal=False",
+        CAUSAL, baseline=bind(attention, False), baseline_name="yours, causal=False",
         others={"naive torch": lambda: lambda q, k, v: naive_attention(q, k, v, torch.empty_like(q), True),
                 "torch SDPA": lambda: sdpa(True)},
         speed_hint="skip the key tiles that lie entirely above the diagonal: for a query tile starting at "
@@ -366,11 +337,9 @@ def causal_exercise(attention) -> Exercise:
 
 def check_causal_speed(attention) -> SpeedResult:
     """causal=True against the learner's causal=False; on a GPU, then the executed tensor-core work
-    of a causal launch (`require_skipping`)."""
+    of a causal launch (the exercise's CausalSkipping requirement)."""
     _require_written(attention)
-    result = check_speed(causal_exercise(attention), bind(attention, True), "6-causal")
-    require_skipping(attention)
-    return result
+    return check_speed(causal_exercise(attention), bind(attention, True), "6-causal")
 
 
 def require_skipping(attention) -> None:
@@ -379,9 +348,9 @@ def require_skipping(attention) -> None:
     The speed bar compares the learner's causal launch with their own causal=False launch, so a
     causal=False path slowed down on purpose would pass it without skipping anything. Here each
     launch runs once at COUNT_SIZE on fresh random inputs with every Triton kernel replaced by a copy
-    that counts the multiply-adds its tensor-core MMAs perform (grader.tccount); results are verified
-    as in every trial. The verdict (`judge_skipping`) measures the causal count against the whole
-    N x N product, so slowing the causal=False launch cannot help.
+    that counts the multiply-adds its tensor-core MMAs perform (grader.cuda.tccount); results are
+    verified as in every trial. The verdict (`judge_skipping`) measures the causal count against the
+    whole N x N product, so slowing the causal=False launch cannot help.
     """
     if not gpu_or_reason()[0]:
         return
@@ -389,29 +358,23 @@ def require_skipping(attention) -> None:
     judge_skipping(counted[True], counted[False], COUNT_SIZE)
 
 
-def _count_launch(attention, causal: bool) -> dict:
+def _count_launch(attention, causal: bool):
     fn = bind(attention, causal)
     ex = CAUSAL if causal else ATTENTION
-    gen, _ = correctness.fresh_generator("cuda")
-    inputs = ex.make_inputs(COUNT_SIZE, gen, "cuda")
-    guard = correctness.guarded(ex.make_output(COUNT_SIZE, "cuda"))
     what = f"6-causal work, causal={causal}, {describe(COUNT_SIZE)}"
     # A plain launch at this size first, so an autotuner settles its choice before anything is
     # counted (its trial runs would count too).
-    _launch_and_verify(ex, fn, COUNT_SIZE, inputs, correctness.snapshot(inputs), guard.out, "cuda", what, guard)
-    in_worker = remote.is_remote(fn)
-    with (remote.counting_tensor_cores() if in_worker else tccount.counting()) as tally:
-        _launch_and_verify(ex, fn, COUNT_SIZE, inputs, correctness.snapshot(inputs), guard.out, "cuda",
-                           what + ", instrumented run", guard)
-    return (fn.last_facts.get("tensor_cores") or tccount.Tally().as_dict()) if in_worker else tally.as_dict()
+    check_correctness(ex, fn, [COUNT_SIZE], trials=1, device="cuda", verbose=False)
+    tally, _ = counted_launch(ex, fn, COUNT_SIZE, what + ", instrumented run")
+    return tally
 
 
-def judge_skipping(causal: dict, noncausal: dict, size) -> None:
-    """The verdict on counted launches at `size`, causal and not (grader.tccount Tally dicts)."""
+def judge_skipping(causal, noncausal, size) -> None:
+    """The verdict on counted launches at `size`, causal and not (grader.cuda.tccount Tallies)."""
     b, h, n, d = size
     full = 2 * b * h * n * n * d                 # Q K^T and P V over every (query, key) pair
     needed = 2 * b * h * (n * (n + 1) // 2) * d  # the same over the visible pairs only
-    done, plain = sum(causal["macs"].values()), sum(noncausal["macs"].values())
+    done, plain = causal.total, noncausal.total
     share, repeat = done / full, plain / full
     if done <= SKIP_LIMIT * full or (done <= SKIP_LIMIT * plain and plain <= MAX_REPEAT * full):
         if done >= needed:
@@ -422,9 +385,9 @@ def judge_skipping(causal: dict, noncausal: dict, size) -> None:
                   f"of the whole N x N product on the tensor cores{extra} (at most {100 * SKIP_LIMIT:.0f}%; "
                   "counted by an instrumented copy of your kernel).")
             return
-    uncounted = {**noncausal["uncounted"], **causal["uncounted"]}
+    uncounted = {**noncausal.uncounted, **causal.uncounted}
     if done < needed or uncounted:
-        unweighed = {**noncausal.get("unweighed", {}), **causal.get("unweighed", {})}
+        unweighed = {**noncausal.unweighed, **causal.unweighed}
         if uncounted:
             why = "; ".join(f"`{name}`: {reason}" for name, reason in uncounted.items())
             cause = f"could not count your kernel's tensor-core work on this machine ({why})"
@@ -436,7 +399,7 @@ def judge_skipping(causal: dict, noncausal: dict, size) -> None:
                      "cores, the rest elsewhere")
         print(f"Note: 6-causal work: {cause}, so skipping rests on the timing alone.")
         return
-    by_kernel = ", ".join(f"`{name}` {v:,}" for name, v in causal["macs"].items()) or "none"
+    by_kernel = ", ".join(f"`{name}` {v:,}" for name, v in causal.macs.items()) or "none"
     if plain > MAX_REPEAT * full and done > SKIP_LIMIT * plain:
         mine = "."
     elif plain > MAX_REPEAT * full:
@@ -513,10 +476,7 @@ def check_attention_memory(attention, sizes=MEMORY_SIZES) -> dict:
                             "compute it, fold it into the running max, sum and accumulator, and drop it.",
                             reason="memory")
         except LadderError as exc:
-            text = err.summary()
-            if text:
-                exc.args = (f"{exc.args[0]}\n\nstderr during the check:\n{text}",)
-            raise
+            raise with_stderr(exc, err) from None
     (s1, s2) = sizes[0], sizes[-1]
     print(f"✓ 6 memory: extra memory stays within the O(N) budget (2x the bytes of q, k, v and out, "
           f"4 fp32 per row, {_mib(MEMORY_SLACK)} slack)\n" + "\n".join(lines) +
@@ -533,10 +493,7 @@ def _measured_launch(ex: Exercise, fn: Callable, size) -> int:
     out = correctness.poison(ex.make_output(size, "cuda"))
     what = f"{ex.key} {ex.title}, {describe(size)} (memory check)"
     try:
-        if remote.is_remote(fn):
-            used = fn.peak_memory(*inputs, out)
-        else:
-            used = extra_memory(lambda *a: launch(ex, fn, a[:-1], a[-1], "cuda"), inputs, out)
+        used = fn.peak_memory(*inputs, out)
     except CheckFailed as exc:
         if "OutOfMemoryError" in str(exc):
             raise CheckFailed(f"{what}: the GPU ran out of memory. A flash kernel needs almost none beyond its "
@@ -556,7 +513,7 @@ def measure_naive(size=SPEED_SIZE, causal: bool = False) -> dict | None:
         print(f"{reason}: nothing to measure here. On an H200 naive attention at {describe(SPEED_SIZE)} took "
               "10 GiB beyond its inputs and output.")
         return None
-    from ..device import ceilings
+    from ..cuda.gpu import ceilings
 
     size = size if (NAIVE_BYTES_PER_SCORE + 2) * size[0] * size[1] * size[2] ** 2 < 0.8 * free_gpu_bytes() \
         else _speed_size()
@@ -647,23 +604,7 @@ def _one_backward(attention_backward, size, causal, dev):
     pristine = correctness.snapshot(inputs)
     grads = [correctness.poison(torch.empty_like(q)) for _ in range(3)]
     what = f"backward, {describe(size)}, causal={causal}"
-    try:
-        attention_backward(*inputs, *grads, causal)
-    except NotImplementedError:
-        raise
-    except LadderError:
-        raise
-    except Exception as exc:
-        known = _triton_trouble(exc)
-        if isinstance(known, NotImplementedYet):
-            raise NotImplementedError from None
-        if known is not None:
-            raise known from None
-        where = _learner_frames(exc)
-        raise CheckFailed(f"{what}: attention_backward raised {type(exc).__name__}: {exc}"
-                          + (f"\nin your code:\n{where}" if where else "")) from None
-    if dev == "cuda":
-        torch.cuda.synchronize()
+    as_learner(attention_backward, "attention_backward").call(*inputs, *grads, causal, launcher=True)
     correctness.require_unchanged(pristine, inputs, what, ("q", "k", "v", "out", "dout"))
     for name, got, want in zip(("dq", "dk", "dv"), grads, backward_reference(q, k, v, dout, causal)):
         atol = BACKWARD_TOLERANCE * float(want.abs().max())

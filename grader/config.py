@@ -1,0 +1,116 @@
+"""Every setting the grader reads from the environment, and every limit, in one place.
+
+Each setting is read when it is asked for, never at import time: a test (or `ladder grade
+--bars`) that sets a variable sees it take effect. In a process that runs learner code, `start()`
+pins the settings first (`pin`): a learner's cell that sets one afterwards changes nothing in the
+notebook's kernel, as it changes nothing in the isolated verifier, which reads its own environment.
+
+| variable                      | default | what it changes |
+|-------------------------------|---------|-----------------|
+| LADDER_CELL_TIMEOUT_S         | 900     | seconds a notebook cell, and an isolated check, may run |
+| LADDER_FIRST_CALL_TIMEOUT_S   | 300     | seconds the first call of a learner's function may take in the worker (compiles, autotunes) |
+| LADDER_CALL_TIMEOUT_S         | 60      | seconds any later call may take |
+| LADDER_LOAD_TIMEOUT_S         | 300     | seconds the worker may take to run the learner's cells |
+| LADDER_ISOLATED               | unset   | "1": graded cells are checked in fresh processes; "0": in the notebook's kernel. Unset: grading isolates, `ladder check` does not |
+| LADDER_BARS                   | unset   | a TOML file whose pass bars replace the defaults, key by key |
+| LADDER_CACHE_DIR              | ~/.cache/kernel-ladder | where measured ceilings are kept |
+| LADDER_FORCE_NO_GPU           | unset   | any value: behave as on a machine without a GPU (CPU paths on a GPU machine) |
+| LADDER_NO_DISASSEMBLER        | unset   | any value: hide cuobjdump and nvdisasm (chapter 4 falls back to PTX) |
+| LADDER_QUIET_START            | unset   | "1": `start()` prints and measures nothing (set by the grader's own processes) |
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Limits that are not settings.
+MAX_KERNEL_RESTARTS = 3          # fresh kernels one notebook may get after its kernel dies or hangs
+MAX_VERDICT_MESSAGE = 12000      # characters of a rejection message kept in a verdict
+MAX_REPLY_BYTES = 64 * 2**20     # the largest reply the verifier reads from the worker
+KERNEL_STARTUP_TIMEOUT_S = 120   # a notebook kernel that does not start in time fails the run
+
+
+_pinned: dict[str, str] | None = None
+
+
+def pin() -> None:
+    """Freeze this process's settings as they are now. `start()` calls it before any learner cell
+    runs, so that `os.environ["LADDER_BARS"] = ...` in an answer cannot lower a bar for `ladder check`
+    while `ladder grade` ignores it: both paths judge by the settings the grading began with. The first
+    pin holds: an answer cell that sets a variable and calls `start()` again changes nothing either."""
+    global _pinned
+    if _pinned is None:
+        _pinned = {name: value for name, value in os.environ.items() if name in VARIABLES}
+
+
+def unpin() -> None:
+    """Read the environment again (tests, which start sessions and then change settings)."""
+    global _pinned
+    _pinned = None
+
+
+def _get(name: str) -> str | None:
+    return _pinned.get(name) if _pinned is not None else os.environ.get(name)
+
+
+def _float(name: str, default: float) -> float:
+    raw = _get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number of seconds") from None
+
+
+def cell_timeout_s() -> int:
+    return int(_float("LADDER_CELL_TIMEOUT_S", 900))
+
+
+def first_call_timeout_s() -> float:
+    return _float("LADDER_FIRST_CALL_TIMEOUT_S", 300)
+
+
+def call_timeout_s() -> float:
+    return _float("LADDER_CALL_TIMEOUT_S", 60)
+
+
+def load_timeout_s() -> float:
+    return _float("LADDER_LOAD_TIMEOUT_S", 300)
+
+
+def isolated(default: bool) -> bool:
+    """Whether graded cells are checked in fresh processes; `default` when LADDER_ISOLATED is unset."""
+    raw = _get("LADDER_ISOLATED")
+    return default if raw in (None, "") else raw != "0"
+
+
+def bars_override() -> Path | None:
+    raw = _get("LADDER_BARS")
+    return Path(raw) if raw else None
+
+
+def cache_dir() -> Path:
+    raw = _get("LADDER_CACHE_DIR")
+    if raw:
+        return Path(raw)
+    return Path(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")) / "kernel-ladder"
+
+
+def force_no_gpu() -> bool:
+    return bool(_get("LADDER_FORCE_NO_GPU"))
+
+
+def hide_disassemblers() -> bool:
+    return bool(_get("LADDER_NO_DISASSEMBLER"))
+
+
+def quiet_start() -> bool:
+    return _get("LADDER_QUIET_START") == "1"
+
+
+# The variables above, for a child process that must see the same settings and for tests.
+VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
+             "LADDER_ISOLATED", "LADDER_BARS", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU", "LADDER_NO_DISASSEMBLER",
+             "LADDER_QUIET_START")

@@ -1,0 +1,141 @@
+"""Build and launch CUDA C kernels: compiled by NVRTC (grader.cuda.nvrtc), loaded and launched through CuPy.
+
+`load_kernel(source, name)` returns a `CudaKernel` at once and compiles on first use, so a notebook
+cell that defines a kernel never fails on a machine without a GPU, and the released stub fails
+only where it is used, with a message that says where to write the kernel. Every launch goes
+through grader.cuda.launches, where the grader's checks see it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import KernelLaunchError, NoGPUError
+from . import launches
+from .gpu import gpu_info, gpu_or_reason
+from .nvrtc import compile_cuda, compile_for_archs, nvrtc_available, require_written, target_arch
+
+
+class CudaKernel:
+    """One `extern "C" __global__` function from a CUDA C source string.
+
+    Call it like a CuPy RawKernel: `kernel(grid, block, args, shared_mem=0)`. Arguments may be torch
+    tensors, CuPy arrays or NumPy scalars; tensors are handed to CuPy through DLPack, without a copy.
+    """
+
+    def __init__(self, source: str, name: str, options: Sequence[str] = (), where: str | None = None):
+        if not isinstance(source, str):
+            raise TypeError(f"load_kernel expects the CUDA C source as a str, got {type(source).__name__}")
+        self.source = source
+        self.name = name
+        self.options = tuple(options)
+        self.where = where
+        self._function = None
+
+    def __repr__(self) -> str:
+        state = "compiled" if self._function is not None else "not compiled yet"
+        return f"<CudaKernel {self.name} ({state})>"
+
+    @property
+    def compiled(self) -> bool:
+        return self._function is not None
+
+    def compile(self):
+        """Compile now and load the kernel on this GPU. Raises NotImplementedYet, NoGPUError,
+        KernelCompileError or KernelLaunchError (no kernel of that name)."""
+        if self._function is not None:
+            return self._function
+        require_written(self.source, self.name, self.where)
+        ok, reason = gpu_or_reason()
+        if not ok:
+            raise NoGPUError(f"cannot run `{self.name}`: {reason}. {self._compile_without_gpu()}")
+        import cupy
+
+        info = gpu_info()
+        arch, _ = target_arch(info.capability, info.name)
+        compiled = compile_cuda(self.source, self.name, arch, self.options)
+        with tempfile.TemporaryDirectory(prefix="ladder_kernel_") as tmp:
+            # A cubin for this GPU; PTX, compiled by the driver, where this NVRTC does not know the GPU.
+            path = Path(tmp) / ("kernel.cubin" if compiled.cubin else "kernel.ptx")
+            path.write_bytes(compiled.cubin or compiled.ptx.encode())
+            module = cupy.RawModule(path=str(path))
+            try:
+                self._function = module.get_function(self.name)
+            except cupy.cuda.driver.CUDADriverError as exc:
+                raise KernelLaunchError(
+                    f"the CUDA source compiled, but it has no kernel named `{self.name}`: declare it as "
+                    f'extern "C" __global__ void {self.name}(...) ({exc})') from None
+        self._module = module  # the function lives as long as its module
+        return self._function
+
+    def _compile_without_gpu(self) -> str:
+        """Without a GPU, NVRTC can still say whether the kernel compiles (compile errors raise)."""
+        available, why = nvrtc_available()
+        if not available:
+            return f"(Could not check that it compiles either: {why}.)"
+        archs = [c.arch for c in compile_for_archs(self.source, self.name, options=self.options)]
+        return f"It does compile for {' and '.join(archs)} (checked with NVRTC, no GPU needed)."
+
+    def __call__(self, grid, block, args: Sequence[Any], shared_mem: int = 0) -> None:
+        return launches.dispatch(launches.Launch(
+            "cuda", self.name, self, lambda: self.launch_now(grid, block, args, shared_mem), grid=grid, block=block,
+            args=args, shared_mem=shared_mem))
+
+    def launch_now(self, grid, block, args, shared_mem: int = 0, function=None) -> None:
+        """Launch without the handlers: this kernel, or `function` (an instrumented copy of it) on the
+        same arguments."""
+        grid, block = dims(grid, "grid"), dims(block, "block")
+        function = function or self.compile()
+        import cupy
+
+        converted = tuple(as_kernel_arg(a) for a in args)
+        try:
+            function(grid, block, converted, shared_mem=shared_mem)
+        except cupy.cuda.driver.CUDADriverError as exc:
+            threads = 1
+            for b in block:
+                threads *= b
+            hint = " (a block holds at most 1024 threads)" if threads > 1024 else ""
+            raise KernelLaunchError(
+                f"launching `{self.name}` with grid={grid}, block={block} failed: {exc}{hint}") from None
+
+
+def dims(value, what: str) -> tuple[int, ...]:
+    values = (value,) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) else None
+    if values is None or not 1 <= len(values) <= 3 \
+            or not all(isinstance(d, int) and not isinstance(d, bool) for d in values):
+        raise KernelLaunchError(f"{what} must be an int or a tuple of 1 to 3 ints, got {value!r}")
+    if any(d < 1 for d in values):
+        raise KernelLaunchError(f"every {what} dimension must be at least 1, got {values}")
+    return values
+
+
+def as_kernel_arg(arg):
+    import torch
+
+    if isinstance(arg, torch.Tensor):
+        if not arg.is_cuda:
+            raise KernelLaunchError("a kernel argument is a CPU tensor: move it to the GPU first (.cuda())")
+        import cupy
+        return cupy.from_dlpack(arg)
+    if isinstance(arg, bool):
+        raise KernelLaunchError("pass flags to kernels as numpy.int32(0 or 1), not Python bools")
+    if isinstance(arg, (int, float)):
+        raise KernelLaunchError(
+            f"kernel scalar argument {arg!r} is a plain Python {type(arg).__name__}: pass it with its exact "
+            "C type, e.g. numpy.int64(n) for `long long n`, numpy.int32(n) for `int n`, "
+            "numpy.float32(x) for `float x`")
+    return arg
+
+
+def load_kernel(source: str, name: str, options: Sequence[str] = (), where: str | None = None) -> CudaKernel:
+    """A kernel from CUDA C source. Nothing is compiled until the first launch (or `.compile()`)."""
+    return CudaKernel(source, name, options, where)
+
+
+def compile_only(source: str, name: str, archs=("sm_80", "sm_90")) -> str:
+    """Compile through NVRTC without a GPU; returns a one-line summary, raises on errors."""
+    results = compile_for_archs(source, name, archs)
+    return f"`{name}` compiles for {', '.join(r.arch for r in results)} (NVRTC, no GPU needed)"

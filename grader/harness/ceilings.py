@@ -1,0 +1,99 @@
+"""The GPU's three ceilings, which every chapter measures against: device-to-device copy bandwidth
+(bytes read plus bytes written), and matmul throughput through torch in fp32 (TF32 off) and fp16.
+They are measured once per GPU and cached as JSON (LADDER_CACHE_DIR), so plots and reports can quote
+them without measuring again."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .. import config
+from ..cuda.gpu import GPUInfo, gpu_info, gpu_or_reason, matmul_precision
+
+@dataclass(frozen=True)
+class Ceilings:
+    gpu: str
+    copy_gbps: float       # device-to-device copy, bytes read + bytes written per second / 1e9
+    fp32_tflops: float     # torch.mm fp32 with TF32 off
+    fp16_tflops: float     # torch.mm fp16 (tensor cores)
+    measured: str          # when, ISO 8601
+    torch: str
+
+    def value(self, name: str) -> float:
+        return float(getattr(self, name))
+
+
+def _cache_file(info: GPUInfo) -> Path:
+    safe = "".join(c if c.isalnum() else "-" for c in f"{info.name}-{info.uuid}")[:120]
+    return config.cache_dir() / f"ceilings-{safe}.json"
+
+
+def measure_ceilings() -> Ceilings:
+    """Measure the two ceilings on the current GPU (about 5 seconds) and cache them."""
+    import torch
+    from triton.testing import do_bench
+
+    info = gpu_info()
+    if info is None:
+        raise RuntimeError(gpu_or_reason()[1])
+    gen = torch.Generator(device="cuda").manual_seed(int.from_bytes(os.urandom(4), "little"))
+    # 1 GiB each way: far above any L2, so this is HBM, not cache.
+    n = (1 << 30) // 4
+    src = torch.randn(n, device="cuda", generator=gen)
+    dst = torch.empty_like(src)
+    copy_ms = do_bench(lambda: dst.copy_(src), warmup=50, rep=300, return_mode="median")
+    copy_gbps = 2 * src.numel() * 4 / (copy_ms * 1e-3) / 1e9
+    del src, dst
+
+    def matmul_tflops(dtype, size):
+        a = torch.randn(size, size, device="cuda", dtype=dtype, generator=gen)
+        b = torch.randn(size, size, device="cuda", dtype=dtype, generator=gen)
+        ms = do_bench(lambda: torch.mm(a, b), warmup=50, rep=300, return_mode="median")
+        return 2 * size**3 / (ms * 1e-3) / 1e12
+
+    with matmul_precision("highest"):
+        fp32 = matmul_tflops(torch.float32, 4096)
+    fp16 = matmul_tflops(torch.float16, 8192)
+    torch.cuda.empty_cache()
+    c = Ceilings(gpu=info.name, copy_gbps=round(copy_gbps, 1), fp32_tflops=round(fp32, 2),
+                 fp16_tflops=round(fp16, 1), measured=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                 torch=torch.__version__)
+    try:
+        path = _cache_file(info)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(c), indent=2))
+    except OSError:  # a read-only home must not stop a check
+        pass
+    return c
+
+
+def ceilings(remeasure: bool = False) -> Ceilings | None:
+    """Cached ceilings for this GPU, measured now if there are none. None without a GPU."""
+    if gpu_info() is None:
+        return None
+    return (None if remeasure else cached_ceilings()) or measure_ceilings()
+
+
+def cached_ceilings() -> Ceilings | None:
+    """The cached ceilings of this GPU, or None (no GPU, never measured, or a stale cache)."""
+    info = gpu_info()
+    if info is None:
+        return None
+    path = _cache_file(info)
+    try:
+        return Ceilings(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+WHAT_STILL_WORKS = (
+    "What still works without a GPU: reading every chapter; the napkin-math exercises and chapter 4's "
+    "tensor-core check (graded); "
+    "compile checks of your CUDA kernels through NVRTC (`ladder compile NOTEBOOK`); `ladder doctor`; "
+    "the grader's own tests (`pytest`); and chapters 5 and 6, whose Triton kernels run on the CPU through "
+    "Triton's interpreter at small sizes, correctness checked in full. CUDA C kernels (chapters 1-4) and "
+    "every speed check need an NVIDIA GPU.")

@@ -1,0 +1,451 @@
+"""An exercise is data plus a reference; these functions are the harness every chapter shares.
+
+A chapter module defines `Exercise` values (inputs, output, float64 reference, torch baseline,
+bytes moved, the extra checks it needs) and thin `check_*` functions that notebook test cells
+call. The learner's code is reached through the one seam of grader.isolation.seam: a launcher
+`fn(*inputs, out)` that writes its result into `out`, a tensor the grader allocated. The harness
+never asks where that launcher runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from ..cuda.gpu import free_gpu_bytes, gpu_info, gpu_or_reason
+from ..errors import CheckFailed, KernelCompileError, LadderError, NoGPUError, NotImplementedYet
+from ..isolation.rules import kernel_unused
+from ..isolation.seam import LearnerFunction, as_learner
+from . import correctness, timing
+from .bars import bar_for
+from .ceilings import ceilings
+from .quiet import captured_stderr
+from .results import CEILING_NAMES, CorrectnessResult, SpeedResult
+
+
+class Requirement:
+    """An extra check an exercise declares as data (tensor-core work, causal skipping): `check_speed`
+    runs it before timing (`when = "before-speed"`) or after (`"after-speed"`), on a GPU, wherever
+    the learner's function runs. A chapter subclasses it with its own numbers and verdict."""
+
+    when = "before-speed"
+
+    def check(self, ex: "Exercise", fn: LearnerFunction, label: str) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Exercise:
+    key: str                       # "1a": the key in bars.toml and in reports
+    title: str                     # "vector add"
+    where: str                     # where in the notebook the learner writes it
+    signature: str                 # "vector_add(a, b, out)"
+    arg_names: tuple[str, ...]     # names of the inputs, for messages
+    make_inputs: Callable[[Any, torch.Generator, str], tuple[torch.Tensor, ...]]
+    make_output: Callable[[Any, str], torch.Tensor]
+    reference: Callable[..., torch.Tensor]   # float64 inputs -> float64 result
+    baseline: Callable[..., object]          # torch's version, timed against the learner's (or a LearnerFunction)
+    baseline_name: str
+    dtype: torch.dtype
+    bytes_moved: Callable[[Any], int]        # the fewest bytes the operation must move
+    visible_sizes: tuple
+    speed_size: Callable[[], Any]            # size for timing, chosen for this GPU
+    describe_size: Callable[[Any], str] = str
+    ceiling: str = "copy_gbps"               # which measured ceiling the report compares with
+    others: dict[str, Callable[[], Callable]] = field(default_factory=dict)  # reported, never graded
+    speed_hint: str = ""
+    # Matmul-like exercises: the FLOPs the operation needs. When set, reports give TFLOP/s against a
+    # FLOP ceiling ("fp32_tflops", "fp16_tflops") instead of GB/s against the copy ceiling.
+    flops: Callable[[Any], int] | None = None
+    # (rtol, atol) for a size; None: the default for `dtype`. Long reductions need a looser atol.
+    tolerance: Callable[[Any], tuple[float, float]] | None = None
+    # Other ways torch can compute the same thing, signature like `baseline`: all are timed, and the
+    # fastest of the baseline and these is the one the bar is measured against.
+    baseline_alternatives: dict[str, Callable[..., object]] = field(default_factory=dict)
+    # Sizes for machines without a GPU. Non-empty means the launcher also runs on CPU tensors
+    # (Triton kernels under TRITON_INTERPRET=1): correctness is then checked fully on the CPU,
+    # and speed is reported as not measured.
+    cpu_sizes: tuple = ()
+    # Extra checks around the speed check (tensor-core work before it, causal skipping after it).
+    requirements: tuple[Requirement, ...] = ()
+
+    def tolerance_for(self, size) -> tuple[float, float]:
+        return self.tolerance(size) if self.tolerance else correctness.tolerance(self.dtype)
+
+
+@dataclass(frozen=True)
+class SmallSizes:
+    """What `ladder check --sanitize` runs for a chapter: the launcher the notebook defines under
+    `launcher`, checked for `exercise` at small edge-case sizes, once each (`trailing`: arguments the
+    check adds, such as chapter 6's `causal`). A stretch goal that is not written yet is no problem."""
+    exercise: Exercise
+    launcher: str
+    sizes: tuple
+    trailing: tuple = ()
+    stretch: bool = False
+
+
+# --------------------------------------------------------------------------------- launching
+
+def not_written_yet(ex: Exercise) -> NotImplementedYet:
+    return NotImplementedYet(f"exercise {ex.key} ({ex.title}) is not written yet: write `{ex.signature}` "
+                             f"and its kernel in {ex.where}, replacing `raise NotImplementedError()`.")
+
+
+def launch(ex: Exercise, fn: LearnerFunction, inputs, out, noop: bool = False, count: bool = False,
+           record: bool = False):
+    """Call the learner's launcher once (it waits for the GPU and applies the rules); every failure
+    is already a LadderError, and a stub is reworded to name the exercise. With `count`, the kernels
+    run as instrumented copies: returns (grader.cuda.tccount.Tally, kernels that ran). With `record`,
+    launches are recorded, never run: returns the CUDA kernels launched."""
+    try:
+        if count:
+            return fn.count_tensor_cores(*inputs, out)
+        if record:
+            return fn.launches(*inputs, out)
+        fn.call(*inputs, out, launcher=True, noop=noop)
+    except NotImplementedYet:
+        raise not_written_yet(ex) from None
+    except CheckFailed as exc:
+        if exc.reason == "raised":  # "vector_add(a, b, out) raised ...", whatever the learner named it
+            exc.args = (exc.args[0].replace(f"`{fn.name}`", ex.signature, 1),)
+        raise
+    return None
+
+
+def _no_gpu(ex: Exercise, fn: LearnerFunction) -> NoGPUError:
+    """On a machine without a GPU: still tell the learner whether the code is written and compiles."""
+    reason = gpu_or_reason()[1]
+    gen, _ = correctness.fresh_generator("cpu")
+    size = ex.visible_sizes[0]
+    status = ""
+    try:
+        launch(ex, fn, ex.make_inputs(size, gen, "cpu"), ex.make_output(size, "cpu"))
+    except NoGPUError as exc:  # raised by the kernel wrapper, after its NVRTC compile check
+        status = f"\n{exc}"
+    except (NotImplementedYet, KernelCompileError):
+        raise
+    except CheckFailed:  # the launcher needs GPU tensors: nothing more to learn on a CPU
+        pass
+    # What still works without a GPU is said once per notebook, by start() in the setup cell.
+    return NoGPUError(f"{reason}, so exercise {ex.key} ({ex.title}) was not run.{status}\n"
+                      "(What still works without a GPU: see the setup cell's output.)")
+
+
+def _device(device: str | None) -> str | None:
+    if device is not None:
+        return device
+    return "cuda" if gpu_or_reason()[0] else None
+
+
+def _correctness_device(ex: Exercise, device: str | None) -> str | None:
+    """Where correctness runs: the GPU, or the CPU for exercises that have a CPU mode."""
+    dev = _device(device)
+    if dev is None and ex.cpu_sizes:
+        return "cpu"
+    return dev
+
+
+def no_gpu_speed(ex: Exercise) -> NoGPUError:
+    return NoGPUError(f"no GPU: speed not measured for exercise {ex.key} ({ex.title}). {gpu_or_reason()[1]}; "
+                      "a speed cell scores 0 without a GPU. Correctness is still checked on the CPU.")
+
+
+# ------------------------------------------------------------------------------- correctness
+
+def check_correctness(ex: Exercise, fn, sizes=None, trials: int = 2, device: str | None = None,
+                      verbose: bool = True) -> CorrectnessResult:
+    """Run `fn` on fresh random inputs for every size and trial; raise CheckFailed on the first problem."""
+    fn = as_learner(fn)
+    dev = _correctness_device(ex, device)
+    if sizes is None:
+        sizes = ex.cpu_sizes if dev == "cpu" and ex.cpu_sizes and device is None else ex.visible_sizes
+    sizes = list(sizes)
+    with captured_stderr() as err:
+        if dev is None:
+            raise _no_gpu(ex, fn)
+        try:
+            for size in sizes:
+                for trial in range(trials):
+                    one_trial(ex, fn, size, dev, f"{ex.key} {ex.title}, {ex.describe_size(size)}, "
+                                                 f"trial {trial + 1} of {trials}")
+        except LadderError as exc:
+            raise with_stderr(exc, err) from None
+    if verbose:
+        shown = ", ".join(ex.describe_size(s) for s in sizes)
+        print(f"✓ {ex.key} {ex.title}: correct on {len(sizes) * trials} trials ({shown}); "
+              "fresh random inputs each trial, output poisoned with NaN, inputs unchanged")
+    return CorrectnessResult(ex.key, sizes, len(sizes) * trials)
+
+
+def one_trial(ex: Exercise, fn: LearnerFunction, size, dev: str, what: str):
+    """One verified launch on fresh inputs, then, once per learner function, the no-op probe."""
+    gen, _ = correctness.fresh_generator(dev)
+    inputs = ex.make_inputs(size, gen, dev)
+    guard = correctness.guarded(ex.make_output(size, dev))
+    launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), guard.out, what, guard)
+    if not fn.probed:
+        require_kernel_does_work(ex, fn, size, dev, what)
+        fn.probed = True
+
+
+def require_kernel_does_work(ex: Exercise, fn: LearnerFunction, size, dev: str, what: str) -> None:
+    """Switch the learner's kernels off (launches become no-ops) and check that `out` stays untouched.
+
+    A launcher whose output appears anyway got it from somewhere else: torch, CuPy, a cache."""
+    gen, _ = correctness.fresh_generator(dev)
+    inputs = ex.make_inputs(size, gen, dev)
+    guard = correctness.guarded(ex.make_output(size, dev))
+    out = correctness.poison(guard.out)
+    launch(ex, fn, inputs, out, noop=True)
+    guard.check(what + " (kernels switched off)")
+    written = int((~torch.isnan(out)).sum()) if out.is_floating_point() else int((out != torch.iinfo(out.dtype).min).sum())
+    if written:
+        raise kernel_unused(what, f"with your kernels switched off (every launch made a no-op), {ex.signature} "
+                                  f"still wrote {written:,} of the {out.numel():,} elements of out.")
+
+
+def launch_and_verify(ex: Exercise, fn: LearnerFunction, size, inputs, pristine, out, what: str,
+                      guard: correctness.Guarded | None = None, count: bool = False):
+    """Poison `out`, launch once, then check the guard bands, that the inputs are untouched, and that
+    `out` matches the reference. With `count`, returns what the tensor cores did (see `launch`)."""
+    correctness.poison(out)
+    counted = launch(ex, fn, inputs, out, count=count)
+    verify(ex, size, inputs, pristine, out, what, guard)
+    return counted
+
+
+def verify(ex: Exercise, size, inputs, pristine, out, what: str, guard: correctness.Guarded | None = None) -> None:
+    """After a launch: the guard bands, untouched inputs, the output's dtype and its values."""
+    if guard is not None:
+        guard.check(what)
+    correctness.require_unchanged(pristine, inputs, what, ex.arg_names)
+    if out.dtype != ex.dtype:
+        raise CheckFailed(f"{what}: the output is {out.dtype}, expected {ex.dtype}", reason="wrong-dtype")
+    expected = ex.reference(*[t.to(torch.float64) for t in pristine])
+    rtol, atol = ex.tolerance_for(size)
+    correctness.compare(out, expected, rtol=rtol, atol=atol, what=what)
+
+
+def counted_launch(ex: Exercise, fn: LearnerFunction, size, what: str):
+    """One verified launch at `size` on fresh inputs, every kernel an instrumented copy that counts
+    the multiply-adds its tensor cores perform (grader.cuda.tccount); returns (Tally, kernels that ran)."""
+    gen, _ = correctness.fresh_generator("cuda")
+    inputs = ex.make_inputs(size, gen, "cuda")
+    guard = correctness.guarded(ex.make_output(size, "cuda"))
+    return launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), guard.out, what, guard, count=True)
+
+
+def with_stderr(exc: LadderError, err) -> LadderError:
+    text = err.summary()
+    if text:
+        exc.args = (f"{exc.args[0] if exc.args else exc}\n\nstderr during the check:\n{text}",)
+    return exc
+
+
+# ------------------------------------------------------------------------------------ speed
+
+def measure_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | None = None,
+                  backend=None, size=None) -> SpeedResult:
+    """Check correctness at the timing size, time `fn` against torch, and return the result (no verdict)."""
+    fn = as_learner(fn)
+    bar = bar_for(bar_key or ex.key)
+    dev = _device(device)
+    with captured_stderr() as err:
+        if dev is None:
+            raise no_gpu_speed(ex) if ex.cpu_sizes else _no_gpu(ex, fn)
+        try:
+            return _measure(ex, fn, bar, dev, backend, size)
+        except LadderError as exc:
+            raise with_stderr(exc, err) from None
+
+
+def check_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | None = None,
+                backend=None, size=None, verbose: bool = True) -> SpeedResult:
+    """Time `fn` against the exercise's torch baseline and compare the speedup with the pass bar.
+
+    The exercise's requirements run first (and after, for "after-speed" ones) on a GPU. Graded bars
+    raise CheckFailed when missed; an ungraded (stretch) bar only reports."""
+    fn = as_learner(fn)
+    label = bar_key or ex.key
+    gpu = _device(device) == "cuda"
+    if gpu:
+        _requirements(ex, fn, label, "before-speed")
+    result = measure_speed(ex, fn, bar_key, device, backend, size)
+    if not result.passed and result.graded:
+        hint = f"\nHint: {ex.speed_hint}" if ex.speed_hint else ""
+        raise CheckFailed(result.report() + f"\nNeeds at least {result.bar:.2f}x {ex.baseline_name}.{hint}",
+                          reason="below-bar")
+    if gpu:
+        _requirements(ex, fn, label, "after-speed")
+    if verbose:
+        print(result.report())
+    return result
+
+
+def _requirements(ex: Exercise, fn: LearnerFunction, label: str, when: str) -> None:
+    for requirement in ex.requirements:
+        if requirement.when == when:
+            with captured_stderr() as err:
+                try:
+                    requirement.check(ex, fn, label)
+                except LadderError as exc:
+                    raise with_stderr(exc, err) from None
+
+
+def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) -> SpeedResult:
+    size = size if size is not None else (ex.speed_size() if dev == "cuda" else ex.visible_sizes[-1])
+    what = f"{ex.key} {ex.title} at the timing size, {ex.describe_size(size)}"
+    # Correct at the timing size first: large sizes find overflowing indices.
+    one_trial(ex, fn, size, dev, what)
+
+    gen, _ = correctness.fresh_generator(dev)
+    inputs = ex.make_inputs(size, gen, dev)
+    pristine = correctness.snapshot(inputs)
+    guard = correctness.guarded(ex.make_output(size, dev))
+    out = guard.out
+    out_base = ex.make_output(size, dev)
+    others, unavailable = {}, {}
+    for name, factory in ex.others.items():
+        try:
+            other = factory()
+            other(*inputs)  # compile and warm up outside the timed rounds
+            others[name] = (lambda o=other: o(*inputs))
+        except Exception as exc:  # reported only, never graded: say why and go on
+            unavailable[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    baselines = {ex.baseline_name: ex.baseline, **ex.baseline_alternatives}
+    for name, alt in ex.baseline_alternatives.items():
+        others[name] = (lambda a=alt: a(*inputs, out_base))
+    backend = backend or (timing.BatchBackend(device=dev) if dev == "cuda" else timing.CPUBackend())
+    sampler = _TimedSets(ex, size, dev, inputs, pristine, guard, what)
+    candidate = fn.batch(sampler.argsets, after_batch=sampler.after_batch)
+    sampler.poison_all()
+    if isinstance(ex.baseline, LearnerFunction):  # the learner's own launcher as the baseline: batched too
+        baseline = ex.baseline.batch([tuple(inputs) + (out_base,)])
+    else:
+        baseline = lambda: ex.baseline(*inputs, out_base)  # noqa: E731
+    cmp = timing.compare(candidate, baseline, others=others, backend=backend, baseline_name=ex.baseline_name)
+    cmp = cmp.against_fastest_of(list(baselines))
+
+    # The timed launches must have computed the answer: poison, run once more, check.
+    launch_and_verify(ex, fn, size, inputs, pristine, out, what + " (after timing)", guard)
+
+    ceil = ceilings() if dev == "cuda" else None
+    info = gpu_info() if dev == "cuda" else None
+    flags = _physical_limits(ex, size, cmp.candidate.median_ms, ceil, what)
+    return SpeedResult(
+        key=bar.key, title=ex.title, size=ex.describe_size(size), gpu=info.name if info else "CPU backend",
+        comparison=cmp, bar=bar.bar, graded=bar.graded, passed=cmp.speedup >= bar.bar,
+        bytes_moved=ex.bytes_moved(size), flops=ex.flops(size) if ex.flops else None, ceiling_name=ex.ceiling,
+        ceiling_value=ceil.value(ex.ceiling) if ceil else None, baseline_name=cmp.baseline.name,
+        others={n: t.median_ms for n, t in cmp.others.items()}, unavailable=unavailable, flags=flags)
+
+
+# Beyond these multiples of a measured ceiling, a time is not physically possible on this GPU. The copy
+# ceiling is close to the memory's peak; torch.mm reaches 60-75% of the tensor cores' peak.
+LIMIT_FACTOR = {"copy_gbps": 1.15, "fp32_tflops": 2.0, "fp16_tflops": 2.0}
+
+
+def _physical_limits(ex: Exercise, size, ms: float, ceil, what: str) -> list[str]:
+    """Fail a time no kernel can reach on this GPU; flag one that beats the measured ceiling."""
+    if ceil is None or ms <= 0:
+        return []
+    if ex.flops:
+        rate, unit = ex.flops(size) / (ms * 1e-3) / 1e12, "TFLOP/s"
+    else:
+        rate, unit = ex.bytes_moved(size) / (ms * 1e-3) / 1e9, "GB/s"
+    limit_value = ceil.value(ex.ceiling)
+    if not limit_value:
+        return []
+    name = CEILING_NAMES.get(ex.ceiling, ex.ceiling)
+    if rate > LIMIT_FACTOR.get(ex.ceiling, 2.0) * limit_value:
+        raise CheckFailed(f"{what}: measured {rate:,.1f} {unit}, {rate / limit_value:.2f}x this GPU's {name} "
+                          f"({limit_value:,.1f} {unit}). No kernel can go that fast here, so the timing cannot be "
+                          "trusted: was the work really done during the timed calls?", reason="too-fast")
+    if rate > limit_value:
+        return [f"implausible: {rate:,.1f} {unit} beats this GPU's measured {name} ({limit_value:,.1f} {unit}); "
+                "flagged for the instructor to look at"]
+    return []
+
+
+class _TimedSets:
+    """Argument sets for timed batches, and secret sampled re-checks between batches.
+
+    Calls in a batch rotate through the sets, so consecutive calls never see the same inputs; before
+    each batch every output is poisoned again; after a batch, with a probability the learner's code
+    cannot observe, one set chosen at random is verified in full (guard bands, inputs, values) and then
+    refilled with fresh random inputs, so results cached from an earlier batch are wrong.
+    """
+
+    def __init__(self, ex: Exercise, size, dev: str, inputs, pristine, guard, what: str):
+        import secrets
+
+        self.ex, self.size, self.dev, self.what = ex, size, dev, what
+        self.rng = secrets.SystemRandom()
+        self.sets = [(list(inputs), list(pristine), guard)]
+        set_bytes = sum(t.numel() * t.element_size() for t in inputs) + guard.out.numel() * guard.out.element_size()
+        room = free_gpu_bytes() if dev == "cuda" else 1 << 34
+        if room > 6 * set_bytes:
+            gen, _ = correctness.fresh_generator(dev)
+            more = ex.make_inputs(size, gen, dev)
+            self.sets.append((list(more), correctness.snapshot(more), correctness.guarded(ex.make_output(size, dev))))
+        self.checked = 0
+
+    @property
+    def argsets(self) -> list[tuple]:
+        return [tuple(inp) + (g.out,) for inp, _, g in self.sets]
+
+    def poison_all(self) -> None:
+        for _, _, g in self.sets:
+            correctness.poison(g.out)
+        if self.dev == "cuda":
+            torch.cuda.synchronize()
+
+    def after_batch(self, reps: int) -> None:
+        if self.checked == 0 or self.rng.random() < 0.3:
+            i = self.rng.randrange(min(reps, len(self.sets)))  # a set this batch wrote
+            inputs, pristine, g = self.sets[i]
+            verify(self.ex, self.size, inputs, pristine, g.out, f"{self.what} (a timed call, re-checked)", g)
+            gen, _ = correctness.fresh_generator(self.dev)
+            for t, fresh in zip(inputs, self.ex.make_inputs(self.size, gen, self.dev)):
+                t.copy_(fresh)
+            for p, t in zip(pristine, inputs):
+                p.copy_(t)
+            self.checked += 1
+        self.poison_all()
+
+
+def check_stretch(ex: Exercise, fn, bar_key: str, sizes, names: str) -> SpeedResult | None:
+    """A stretch goal: correctness on `sizes` is required, the speed bar (ungraded) only reports.
+
+    Not attempted yet, or no GPU to time it on, is printed rather than raised, so that "Run All"
+    carries on past an optional cell. The exercise's requirements apply as in `check_speed`."""
+    fn = as_learner(fn)
+    try:
+        check_correctness(ex, fn, sizes, trials=1)
+    except NotImplementedError:
+        print(f"Stretch goal not attempted yet: write {names} above to try it.")
+        return None
+    except NoGPUError as exc:
+        print(str(exc))
+        return None
+    return check_speed(ex, fn, bar_key)
+
+
+def measure_version(ex: Exercise, fn, label: str, bar_key: str | None = None, size=None) -> SpeedResult | None:
+    """Time a version that is not graded (a worked kernel, a rung below the exercise's) against the
+    exercise's baseline and bar, print the report, and return the result for a plot. Never raises for
+    being slow, not written yet or no GPU: those are printed, so that "Run All" carries on."""
+    try:
+        result = measure_speed(ex, fn, bar_key, size=size)
+    except NotImplementedError:
+        print(f"{label}: not written yet, so not measured.")
+        return None
+    except CheckFailed as exc:  # no GPU, or a version that is not right yet: said, never graded
+        print(f"{label}: not measured.\n{exc}")
+        return None
+    result.key = label
+    print(f"{label}:\n{result.report()}")
+    return result

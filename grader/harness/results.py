@@ -1,0 +1,102 @@
+"""What a check returns: the results that test cells assign, later cells plot, and grading pickles
+into the notebook's kernel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .timing import Comparison
+
+CEILING_NAMES = {"copy_gbps": "copy ceiling", "fp32_tflops": "fp32 matmul ceiling (torch.mm, TF32 off)",
+                 "fp16_tflops": "fp16 matmul ceiling (torch.mm)"}
+
+
+@dataclass
+class CorrectnessResult:
+    key: str
+    sizes: list
+    trials: int
+
+    def __repr__(self) -> str:
+        return f"<{self.key}: correct on {self.trials} trials>"
+
+
+@dataclass
+class SpeedResult:
+    key: str
+    title: str
+    size: Any
+    gpu: str
+    comparison: Comparison
+    bar: float
+    graded: bool
+    passed: bool
+    bytes_moved: int
+    flops: int | None
+    ceiling_name: str
+    ceiling_value: float | None
+    baseline_name: str
+    others: dict[str, float] = field(default_factory=dict)       # name -> ms
+    unavailable: dict[str, str] = field(default_factory=dict)    # name -> why not measured
+    flags: list[str] = field(default_factory=list)               # for the instructor (implausible speed)
+
+    @property
+    def speedup(self) -> float:
+        return self.comparison.speedup
+
+    @property
+    def ms(self) -> float:
+        return self.comparison.candidate.median_ms
+
+    @property
+    def baseline_ms(self) -> float:
+        return self.comparison.baseline.median_ms
+
+    def gbps(self, ms: float | None = None) -> float:
+        return self.bytes_moved / ((ms if ms is not None else self.ms) * 1e-3) / 1e9
+
+    def tflops(self, ms: float | None = None) -> float:
+        if not self.flops:
+            raise ValueError(f"exercise {self.key} does not count FLOPs")
+        return self.flops / ((ms if ms is not None else self.ms) * 1e-3) / 1e12
+
+    @property
+    def unit(self) -> str:
+        return "TFLOP/s" if self.flops else "GB/s"
+
+    def rate(self, ms: float | None = None) -> float:
+        """Achieved TFLOP/s for FLOP-counted exercises, GB/s otherwise."""
+        return self.tflops(ms) if self.flops else self.gbps(ms)
+
+    def pct_of_ceiling(self, ms: float | None = None) -> float | None:
+        return 100 * self.rate(ms) / self.ceiling_value if self.ceiling_value else None
+
+    def _rate_text(self, ms: float | None = None) -> str:
+        return f"{self.rate(ms):8,.1f} {self.unit}" if self.flops else f"{self.rate(ms):8,.0f} {self.unit}"
+
+    def report(self) -> str:
+        c = self.comparison
+        mark = "✓" if self.passed else "✗"
+        verdict = "passed" if self.passed else "below the bar"
+        lines = [f"{mark} {self.key} speed, {self.title}: {verdict} "
+                 f"(bar {self.bar:.2f}x {self.baseline_name}{'' if self.graded else ', not graded'})"]
+        ceiling = ""
+        if self.ceiling_value:
+            what = CEILING_NAMES.get(self.ceiling_name, self.ceiling_name)
+            ceiling = (f"  {self.pct_of_ceiling():4.0f}% of this GPU's {what} "
+                       f"({self.ceiling_value:,.{1 if self.flops else 0}f} {self.unit})")
+        lines.append(f"  {'yours':<16}{self.ms:9.3f} ms ±{100 * c.candidate.spread:4.1f}%"
+                     f"  {self._rate_text()}{ceiling}")
+        lines.append(f"  {self.baseline_name:<16}{self.baseline_ms:9.3f} ms ±{100 * c.baseline.spread:4.1f}%"
+                     f"  {self._rate_text(self.baseline_ms)}")
+        for name, ms in self.others.items():
+            lines.append(f"  {name:<16}{ms:9.3f} ms         {self._rate_text(ms)}"
+                         f"  (not graded; yours runs at {ms / self.ms:.2f}x its speed)")
+        for name, why in self.unavailable.items():
+            lines.append(f"  {name:<16}not measured: {why}")
+        for flag in self.flags:
+            lines.append(f"  ⚑ {flag}")
+        lines.append(f"  speedup {self.speedup:.2f}x  ({self.size}; median of {c.rounds} interleaved rounds; "
+                     f"{self.gpu})")
+        return "\n".join(lines)

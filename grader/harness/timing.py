@@ -1,0 +1,199 @@
+"""Time a learner's kernel against torch's, interleaved, in the same process and the same run.
+
+One timing round measures every contender once, in an order that rotates from round to round, so
+that clock ramps and a neighbour's load fall on all of them alike. Rounds repeat until the spread
+across rounds is small or the time budget is spent; the verdict uses the median over rounds.
+
+Each measurement comes from a backend:
+- `BatchBackend` (graded, on a GPU): batches of back-to-back calls between CUDA events, the end
+  event after a device-wide synchronize, with an L2 flush before each batch. It also times a
+  learner's function that runs in the grader's worker (grader/remote.py).
+- `CPUBackend` is `torch.utils.benchmark.Timer`, so CI exercises the same rounds, statistics and
+  verdicts without a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+class BatchBackend:
+    """Batches of back-to-back calls between two CUDA events, the second after a device-wide synchronize.
+
+    The graded backend. A batch is `reps` calls in a row; the end event is recorded after
+    `torch.cuda.synchronize()`, so work the calls left on any stream falls inside the interval. The
+    L2 cache is flushed before each batch. A contender with a `timed_batch(reps)` method (a learner's
+    function running in the grader's worker, grader/remote.py) runs its batch there, on the same
+    rules, and its events are bounded by this process's clock. `reps` is chosen so that a batch
+    lasts about `target_ms`. Without a GPU the host clock stands in for the events.
+    """
+
+    name = "batch"
+
+    def __init__(self, target_ms: float = 20.0, batches: int = 3, device: str = "cuda"):
+        self.target_ms, self.batches, self.device = target_ms, batches, device
+        self._cache = None
+
+    def synchronize(self) -> None:
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+
+    def _flush(self) -> None:
+        if self.device != "cuda":
+            return
+        import torch
+
+        if self._cache is None:
+            self._cache = torch.empty(256 * 2**20 // 4, dtype=torch.int32, device="cuda")
+        self._cache.zero_()
+        torch.cuda.synchronize()
+
+    def _local(self, fn: Callable[[], object]) -> Callable[[int], float]:
+        def run(reps: int) -> float:
+            if self.device != "cuda":
+                t0 = time.perf_counter()
+                for _ in range(reps):
+                    fn()
+                return (time.perf_counter() - t0) * 1e3
+            import torch
+
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(reps):
+                fn()
+            torch.cuda.synchronize()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end)
+        return run
+
+    def times_ms(self, fn) -> list[float]:
+        runner = fn.timed_batch if hasattr(fn, "timed_batch") else self._local(fn)
+        self._flush()
+        one = runner(1)  # warm-up, and the estimate that sizes the batches
+        reps = int(min(5000, max(1, math.ceil(self.target_ms / max(one, 1e-3)))))
+        samples = []
+        for _ in range(self.batches):
+            self._flush()
+            samples.append(runner(reps) / reps)
+        return samples
+
+
+class CPUBackend:
+    """Without a GPU: `torch.utils.benchmark.Timer` for torch's contenders; a learner's function, timed
+    in batches where it runs (it has `timed_batch`), in batches sized to `min_run_time_s`."""
+
+    name = "cpu"
+
+    def __init__(self, min_run_time_s: float = 0.02):
+        self.min_run_time_s = min_run_time_s
+
+    def times_ms(self, fn) -> list[float]:
+        if hasattr(fn, "timed_batch"):
+            one = fn.timed_batch(1)
+            reps = int(min(5000, max(1, math.ceil(self.min_run_time_s * 1e3 / max(one, 1e-3)))))
+            return [fn.timed_batch(reps) / reps for _ in range(3)]
+        from torch.utils.benchmark import Timer
+
+        m = Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=self.min_run_time_s)
+        return [t * 1e3 for t in m.times]
+
+    def synchronize(self) -> None:
+        pass
+
+
+def default_backend():
+    from ..cuda.gpu import has_gpu
+
+    return BatchBackend() if has_gpu() else CPUBackend()
+
+
+@dataclass
+class Timing:
+    """One contender's round medians, in milliseconds."""
+    name: str
+    rounds_ms: list[float] = field(default_factory=list)
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.rounds_ms)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over the median, across rounds (0.02 = 2%)."""
+        if len(self.rounds_ms) < 2:
+            return float("inf")
+        q = statistics.quantiles(self.rounds_ms, n=4, method="inclusive")
+        return (q[2] - q[0]) / self.median_ms
+
+
+@dataclass
+class Comparison:
+    candidate: Timing
+    baseline: Timing
+    others: dict[str, Timing]
+    rounds: int
+    elapsed_s: float
+    backend: str
+
+    @property
+    def speedup(self) -> float:
+        """Baseline time over candidate time: above 1 means the candidate is faster."""
+        return self.baseline.median_ms / self.candidate.median_ms
+
+    def speedup_over(self, name: str) -> float:
+        return self.others[name].median_ms / self.candidate.median_ms
+
+    def against_fastest_of(self, names: list[str]) -> "Comparison":
+        """The same measurements, with the fastest of the named contenders as the baseline.
+
+        For operations torch can run more than one way (a transposed copy: `out.copy_(x.t())` or
+        `x.t().contiguous()`), the bar is measured against whichever was faster in this run.
+        """
+        pool = {self.baseline.name: self.baseline, **self.others}
+        missing = [n for n in names if n not in pool]
+        if missing:
+            raise KeyError(f"no timings for {missing}; timed: {sorted(pool)}")
+        fastest = min((pool[n] for n in names), key=lambda t: t.median_ms)
+        others = {n: t for n, t in pool.items() if n != fastest.name}
+        return Comparison(candidate=self.candidate, baseline=fastest, others=others, rounds=self.rounds,
+                          elapsed_s=self.elapsed_s, backend=self.backend)
+
+
+def compare(candidate: Callable[[], object], baseline: Callable[[], object], *,
+            others: dict[str, Callable[[], object]] | None = None, backend=None,
+            min_rounds: int = 5, max_rounds: int = 25, target_spread: float = 0.02,
+            budget_s: float = 20.0, candidate_name: str = "yours", baseline_name: str = "torch") -> Comparison:
+    """Interleave rounds of all contenders until the spread is below target or the budget is spent."""
+    backend = backend or default_backend()
+    contenders = [(candidate_name, candidate), (baseline_name, baseline), *(others or {}).items()]
+    timings = {name: Timing(name) for name, _ in contenders}
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < max_rounds:
+        shift = rounds % len(contenders)
+        for name, fn in contenders[shift:] + contenders[:shift]:
+            samples = backend.times_ms(fn)
+            timings[name].rounds_ms.append(statistics.median(samples))
+        backend.synchronize()
+        rounds += 1
+        if rounds >= min_rounds:
+            worst = max(timings[candidate_name].spread, timings[baseline_name].spread)
+            if worst <= target_spread or time.perf_counter() - start > budget_s:
+                break
+    return Comparison(candidate=timings[candidate_name], baseline=timings[baseline_name],
+                      others={n: timings[n] for n, _ in contenders[2:]}, rounds=rounds,
+                      elapsed_s=time.perf_counter() - start, backend=backend.name)
+
+
+def bench(fn: Callable[[], object], backend=None) -> float:
+    """Median milliseconds of one function (for exploratory plots, not for verdicts)."""
+    backend = backend or default_backend()
+    return statistics.median(backend.times_ms(fn))

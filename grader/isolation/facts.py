@@ -1,0 +1,374 @@
+"""Gather the facts of one call of the learner's code, in the process that runs it.
+
+The same code runs in the grader's worker (isolated grading) and in the notebook's own process (a
+learner's cell, `ladder check`): which kernels the call launched and which of them raised, the torch
+operations it ran on the grader's tensors, the threads it left running, the persisting L2 cache it
+reserved, whether it replaced parts of torch, Triton, the clock or the grader, and on request its
+peak memory, its tensor-core work or the kernels it would launch. grader.isolation.rules turns the
+facts into verdicts; nothing here decides.
+
+References to the clock, the CUDA events and synchronize are taken when this module is imported,
+which is before any learner code runs (in the worker, and in a notebook whose setup cell imports the
+grader), so a cell that rebinds `time.perf_counter` or `torch.cuda.synchronize` cannot blind them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+from ..cuda import launches, tccount
+from ..cuda.gpu import has_gpu
+from .messages import BatchFacts, CallPolicy, Facts, RecordedKernel
+
+# Names of attributes the learner's code must leave alone: (module, attribute path). Every function
+# and class of every loaded grader module is watched too.
+WATCHED = [
+    ("time", "perf_counter"), ("time", "perf_counter_ns"), ("time", "time"), ("time", "monotonic"),
+    ("time", "sleep"), ("statistics", "median"), ("statistics", "mean"), ("statistics", "quantiles"),
+    ("torch", "equal"), ("torch", "allclose"), ("torch", "isclose"), ("torch.testing", "assert_close"),
+    ("torch.cuda", "synchronize"), ("torch.cuda", "Event"), ("torch.cuda", "current_stream"),
+    ("torch.cuda", "Event.record"), ("torch.cuda", "Event.elapsed_time"), ("torch.cuda", "Event.synchronize"),
+    ("torch", "Tensor.__eq__"), ("torch", "Tensor.copy_"), ("torch", "Tensor.fill_"), ("torch", "Tensor.data_ptr"),
+    ("triton.testing", "do_bench"),
+]
+
+# Torch operations a launcher may run on the grader's tensors: allocation, views, fills, scalars.
+ALLOWED_OPS = {
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "ones",
+    "ones_like", "full", "full_like", "fill", "fill_", "zero_", "view", "_unsafe_view", "reshape", "as_strided",
+    "t", "transpose", "permute", "expand", "slice", "select", "unsqueeze", "squeeze", "alias", "detach",
+    "lift_fresh", "_local_scalar_dense", "is_nonzero", "split", "split_with_sizes", "chunk", "unbind", "narrow",
+    "unflatten", "view_as", "resolve_conj", "resolve_neg", "arange", "sym_size", "sym_stride", "sym_numel",
+    "is_same_size", "record_stream", "set_", "_reshape_alias",
+}
+
+
+def _resolve(module: str, path: str):
+    obj = sys.modules.get(module)
+    for part in path.split("."):
+        if obj is None:
+            return None
+        obj = getattr(obj, part, None)
+    return obj
+
+
+class Watch:
+    """Identities of the watched attributes and of every grader function, taken before learner code runs."""
+
+    def __init__(self):
+        self.seen = {}
+        self.late = []   # watched attributes of modules not imported yet (see _defined_in_place)
+        for module, path in WATCHED:
+            if module in sys.modules:
+                self.seen[(module, path)] = _resolve(module, path)
+            else:
+                self.late.append((module, path))
+        for name, mod in list(sys.modules.items()):
+            if not (name == "grader" or name.startswith("grader.")) or mod is None:
+                continue
+            self.seen[("sys.modules", name)] = mod
+            for attr, value in list(vars(mod).items()):
+                if callable(value) and not isinstance(value, type(sys)) \
+                        and str(getattr(value, "__module__", "")).startswith("grader"):
+                    self.seen[(name, attr)] = value
+                    if isinstance(value, type):
+                        for cattr, cvalue in vars(value).items():
+                            if callable(cvalue):
+                                self.seen[(name, f"{attr}.{cattr}")] = cvalue
+
+    def changed(self) -> list[str]:
+        out = []
+        for (module, path), value in self.seen.items():
+            now = sys.modules.get(path) if module == "sys.modules" else _resolve(module, path)
+            if now is not value:
+                out.append(f"{module}.{path}" if module != "sys.modules" else f"sys.modules[{path!r}]")
+        for module, path in self.late:
+            if module in sys.modules and not _defined_in_place(module, _resolve(module, path)):
+                out.append(f"{module}.{path}")
+        return out
+
+
+def _defined_in_place(module: str, value) -> bool:
+    """For a watched attribute of a module imported after watching began (a notebook's setup cell
+    need not import `triton.testing`, which a later cell may then patch): there is no identity to
+    compare with, so the attribute must still be code from that module's own package, not a function
+    defined in a notebook cell. (Unwrapping is not followed: a wrapper is the learner's code.)"""
+    if value is None:
+        return True  # not there at all: nothing was put in its place
+    top = module.split(".")[0]
+    code = getattr(value, "__code__", None)
+    if code is None:  # a builtin, a class or a callable object: it must come from the package itself
+        return str(getattr(value, "__module__", "") or "").split(".")[0] == top
+    package = sys.modules.get(top)
+    roots = [str(p) for p in getattr(package, "__path__", [])] or [os.path.dirname(getattr(package, "__file__", "") or "")]
+    return any(root and os.path.abspath(code.co_filename).startswith(os.path.abspath(root) + os.sep) for root in roots)
+
+
+_WATCH: Watch | None = None
+
+
+def start_watching(again: bool = False) -> None:
+    """Take the identities now, unless they were taken already: the worker does (with `again`) after
+    importing every chapter and before the learner's cells; a notebook's `start()` does in its setup cell.
+    Never again without `again`: a setup cell that patched something before calling `start()` must
+    not make the patch the reference."""
+    global _WATCH
+    if _WATCH is None or again:
+        _WATCH = Watch()
+
+
+def tampered() -> list[str]:
+    """What the learner's code replaced since `start_watching()`; taken now if it never was."""
+    if _WATCH is None:
+        start_watching()
+    return _WATCH.changed()
+
+
+class _Clocks:
+    """The clock, synchronize and CUDA events, as they were when the grader was imported."""
+
+    def __init__(self):
+        self.perf_counter = time.perf_counter
+        self.sync = lambda: None
+        self.event = self.record = self.elapsed = None
+
+    def capture_gpu(self) -> None:
+        import torch
+
+        if self.event is None and has_gpu():
+            self.sync = torch._C._cuda_synchronize
+            self.event, self.record, self.elapsed = torch.cuda.Event, torch.cuda.Event.record, \
+                torch.cuda.Event.elapsed_time
+
+
+CLOCKS = _Clocks()
+
+
+class _Call:
+    """The state of the call in progress: launches seen, errors raised, torch ops on the inputs."""
+
+    def __init__(self, policy: CallPolicy, inputs=()):
+        self.policy = policy
+        self.launches: list[str] = []
+        self.errors: list[str] = []
+        self.ops: list[str] = []
+        self.recorded: list = []
+        self.tally = tccount.Tally() if policy.count_tensor_cores and has_gpu() else None
+        self.input_storages = set()
+        for t in inputs:
+            try:
+                self.input_storages.add(t.untyped_storage().data_ptr())
+            except Exception:
+                pass
+
+    def __call__(self, launch: launches.Launch):
+        """A launches handler: note the launch, switch it off or record it if asked, count its MMAs,
+        and note an error it raises to the learner's code."""
+        if launch.is_kernel:
+            self.launches.append(launch.name)
+            if self.policy.record:
+                if launch.kind == "cuda" and all(k is not launch.kernel for k in self.recorded):
+                    self.recorded.append(launch.kernel)
+                return None
+            if self.policy.noop:
+                if launch.kind == "cuda":
+                    launch.kernel.compile()   # compile errors are still the learner's to see
+                return None
+        try:
+            if launch.is_kernel and self.tally is not None:
+                return tccount.launch_counted(launch, self.tally)
+            return launch.proceed()
+        except Exception as exc:
+            # Raised to the learner's code (not inside an autotuner, which may discard a config that fails).
+            if launches.depth() == 1:
+                first = str(exc).splitlines()[0] if str(exc) else ""
+                self.errors.append(f"`{launch.name}`: {type(exc).__name__}: {first}")
+            raise
+
+
+def _op_recorder(call: _Call):
+    """A TorchDispatchMode that notes torch ops run on the grader's tensors outside kernel launches."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if launches.depth() == 0 and call.input_storages:
+                name = func.overloadpacket.__name__
+                if name not in ALLOWED_OPS and _touches(call.input_storages, list(args) + list(kwargs.values())):
+                    call.ops.append(f"aten::{name}")
+            return func(*args, **kwargs)
+
+    return Recorder()
+
+
+def _touches(storages: set, values) -> bool:
+    import torch
+
+    for a in values:
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, torch.Tensor):
+                try:
+                    if t.untyped_storage().data_ptr() in storages:
+                        return True
+                except Exception:
+                    pass
+    return False
+
+
+def _threads() -> set:
+    return {t for t in threading.enumerate() if t.is_alive()}
+
+
+def _stray(before: set) -> list[str]:
+    new = [t for t in _threads() - before if not t.daemon or not t.name.startswith("pydevd")]
+    for t in new:
+        t.join(timeout=0.05)
+    return [t.name for t in new if t.is_alive()]
+
+
+def _l2_limit() -> int:
+    if not has_gpu():
+        return 0
+    try:
+        import cupy
+        return int(cupy.cuda.runtime.deviceGetLimit(0x06))  # cudaLimitPersistingL2CacheSize
+    except Exception:
+        return 0
+
+
+def reset_l2() -> None:
+    if not has_gpu():
+        return
+    try:
+        import cupy
+        cupy.cuda.runtime.deviceSetLimit(0x06, 0)
+    except Exception:
+        pass
+
+
+class GPUBroken(Exception):
+    """The GPU reported an error after the learner's code ran: this process's CUDA context is broken."""
+
+
+class LearnerRaised(Exception):
+    """The learner's code raised `exc` (translated by the caller, which knows what was running)."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__(str(exc))
+        self.exc = exc
+
+
+def sync_or_broken() -> None:
+    CLOCKS.capture_gpu()
+    try:
+        CLOCKS.sync()
+    except Exception as exc:
+        raise GPUBroken(f"the GPU reported an error after your code ran: {str(exc).splitlines()[0]}") from None
+
+
+def _facts(call: _Call, threads: set) -> Facts:
+    return Facts(launches=list(call.launches), errors=list(call.errors), ops=sorted(set(call.ops)),
+                 stray_threads=_stray(threads), tampered=tampered(), l2_limit=_l2_limit(),
+                 tensor_cores=call.tally,
+                 recorded=[RecordedKernel(k.name, k.source, tuple(k.options), k.where) for k in call.recorded])
+
+
+def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
+    """Call the learner's `fn` under `policy`; return (result, Facts). Raises LearnerRaised when `fn`
+    raised, GPUBroken when the GPU reported an error afterwards."""
+    import torch
+
+    CLOCKS.capture_gpu()
+    call = _Call(policy, [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)])
+    threads = _threads()
+    reset_l2()
+    peak = None
+    gpu = has_gpu()
+    if policy.memory and gpu:
+        CLOCKS.sync()
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    try:
+        with launches.intercept(call), _op_recorder(call):
+            result = fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise LearnerRaised(exc) from None
+    sync_or_broken()
+    if policy.memory and gpu:
+        peak = torch.cuda.max_memory_allocated() - before
+    facts = _facts(call, threads)
+    facts.peak_bytes = peak
+    if not plain(result):
+        facts.not_plain = describe_type(result)
+        result = None
+    return result, facts
+
+
+def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int) -> BatchFacts:
+    """`reps` calls in a row, rotating through `argsets`, between two CUDA events (the second after a
+    device-wide synchronize, so work on any stream falls inside); the host clock without a GPU."""
+    import torch
+
+    CLOCKS.capture_gpu()
+    gpu = CLOCKS.event is not None
+    inputs = [a for args in argsets for a in args if isinstance(a, torch.Tensor)]
+    call = _Call(CallPolicy(), inputs)
+    threads = _threads()
+    reset_l2()
+    per_call = []
+    CLOCKS.sync()
+    if gpu:
+        start, end = CLOCKS.event(enable_timing=True), CLOCKS.event(enable_timing=True)
+        CLOCKS.record(start)
+    t0 = CLOCKS.perf_counter()
+    with launches.intercept(call):
+        for r in range(reps):
+            call.launches = []
+            try:
+                fn(*argsets[r % len(argsets)], **kwargs)
+            except BaseException as exc:  # noqa: BLE001
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                raise LearnerRaised(exc) from None
+            per_call.append(tuple(sorted(set(call.launches))))
+    sync_or_broken()
+    if gpu:
+        CLOCKS.record(end)
+        CLOCKS.sync()
+    host_ms = (CLOCKS.perf_counter() - t0) * 1e3
+    event_ms = CLOCKS.elapsed(start, end) if gpu else host_ms
+    base = _facts(call, threads)
+    sets: dict[tuple, int] = {}
+    for names in per_call:
+        sets[names] = sets.get(names, 0) + 1
+    return BatchFacts(**vars(base), min_launches=min(map(len, per_call)) if per_call else 0, event_ms=event_ms,
+                      host_ms=host_ms, kernel_sets=list(sets.items()))
+
+
+def plain(value, depth: int = 0) -> bool:
+    """Plain data only: numbers, strings, None, exact torch tensors or numpy arrays, and containers of them."""
+    import numpy as np
+    import torch
+
+    if depth > 4:
+        return False
+    if value is None or type(value) in (bool, int, float, complex, str, bytes):
+        return True
+    if type(value) is torch.Tensor or type(value) is np.ndarray or isinstance(value, np.generic):
+        return True
+    if type(value) in (list, tuple):
+        return all(plain(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(type(k) in (str, int) and plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def describe_type(value) -> str:
+    t = type(value)
+    return f"{t.__module__}.{t.__qualname__}" if t.__module__ not in ("builtins",) else t.__qualname__

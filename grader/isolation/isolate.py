@@ -1,0 +1,152 @@
+"""Graded checks in fresh processes: how `ladder grade` (and `ladder check --isolated`) checks a test cell.
+
+A check is described by data only: the learner's cells (the notebook's setup cell and its solution
+cells before the test cell, taken from the notebook file, never from a running kernel), how each of
+those cells ended in the notebook's kernel when that is known, and the test cell's own source (in
+nbgrader's autograde, restored from the gradebook).
+
+`check_sources` has a verifier (which never executes learner code) forked, in a new process group,
+from this process's fork server (grader.isolation.server), which imported torch once; the verifier
+forks a worker that runs the learner's cells. The verdict comes back over a pipe only the verifier
+holds. Nothing the notebook's own kernel did (patched torch, a patched timer or grader, cached
+tensors, a broken CUDA context) can reach it. docs/isolation.md describes the design.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from .. import config
+from ..learner import cells as nbcells
+from ..learner.code import KernelOutcome
+from . import server
+from .messages import Job, Verdict
+
+
+def check_cell(nb, grade_id: str, timeout_s: float | None = None, cwd: str | None = None) -> Verdict:
+    """Run one autograded test cell of the notebook `nb` (a path) against the learner's cells, isolated."""
+    path = Path(nb).resolve() if isinstance(nb, (str, Path)) else None
+    return check_sources(nbcells.learner_cells(nb, grade_id), nbcells.test_source(nb, grade_id), grade_id, timeout_s,
+                         cwd or (str(path.parent) if path else None))
+
+
+class _Server:
+    """This process's handle on its fork server (grader.isolation.server), started on the first check
+    and kept for the process's life; started again if it died."""
+
+    def __init__(self):
+        import socket
+
+        mine, theirs = socket.socketpair()
+        self.proc = subprocess.Popen([sys.executable, "-m", "grader.isolation.server", str(theirs.fileno())],
+                                     pass_fds=(theirs.fileno(),), env=_environ(), stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        theirs.close()
+        self.sock = mine
+        self.lock = threading.Lock()
+        if server.receive(self.sock) != "ready":
+            raise RuntimeError("the grader's fork server did not start")
+
+    def fork(self, request: server.Fork) -> tuple[int, int]:
+        """(pid, read end of the verdict's pipe) of a verifier forked for `request`."""
+        with self.lock:
+            server.send(self.sock, request)
+            return server.receive(self.sock, with_fd=True)
+
+    def exit_code(self, pid: int) -> int | None:
+        with self.lock:
+            server.send(self.sock, server.Status(pid))
+            return server.receive(self.sock)
+
+
+_SERVER: _Server | None = None
+
+
+def _environ() -> dict:
+    """This process's environment, with this copy of the grader first on the import path."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _server() -> _Server:
+    global _SERVER
+    if _SERVER is None or _SERVER.proc.poll() is not None:
+        _SERVER = _Server()
+    return _SERVER
+
+
+def check_sources(cells: list[tuple[str, str]], source: str, name: str = "test", timeout_s: float | None = None,
+                  cwd: str | None = None, outcomes: dict[str, KernelOutcome] | None = None) -> Verdict:
+    from multiprocessing.connection import Connection
+
+    timeout_s = timeout_s or config.cell_timeout_s()
+    job = Job(list(cells), source, name, dict(outcomes or {}))
+    env = _environ()
+    env.pop("LADDER_QUIET_START", None)
+    with tempfile.TemporaryDirectory(prefix="ladder-check-") as tmp:
+        out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+        for path in (out_path, err_path):
+            open(path, "wb").close()
+        fork_server = _server()
+        start = time.perf_counter()
+        pid, read_end = fork_server.fork(server.Fork(job, env, cwd, out_path, err_path))
+        verdict = Connection(read_end, writable=False)
+        raw = b""
+        try:
+            if verdict.poll(timeout_s):
+                try:
+                    raw = verdict.recv_bytes()
+                except EOFError:  # it ended without a verdict
+                    raw = b""
+            else:
+                _kill_group(pid)
+                return Verdict(False, "timed-out", f"{name}: timed out after {timeout_s:.0f} s; the processes running "
+                               "the check were stopped, which frees the GPU.", _read(out_path),
+                               time.perf_counter() - start, "CheckTimedOut")
+        finally:
+            _kill_group(pid)  # its worker too, if anything is left
+            verdict.close()
+        stdout = _read(out_path)
+        if not raw:
+            code = _exit_code(fork_server, pid)
+            tail = _read(err_path).strip()[-2000:]
+            return Verdict(False, "crashed", f"{name}: the grader's checking process ended without a verdict "
+                           f"({code}).\n{tail}", stdout, time.perf_counter() - start, "WorkerCrashed")
+    v = json.loads(raw)
+    v["stdout"] = stdout
+    return Verdict(**v)
+
+
+def _exit_code(fork_server: _Server, pid: int) -> str:
+    for _ in range(50):
+        code = fork_server.exit_code(pid)
+        if code is not None:
+            return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        time.sleep(0.1)
+    return "exit status unknown"
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _kill_group(pid: int) -> None:
+    """Stop the verifier and everything it started (its worker), which share its process group."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,182 @@
+"""What crosses between the grader's processes, as typed data.
+
+The verifier sends the worker requests (`Load`, `Describe`, `Call`, `Bind`, `Batch`, `Quit`); the
+worker answers each with one reply (`Loaded`, `Described`, `Called`, `Bound`, `Batched`) or a
+`Failed`. What the learner's code did during a call travels as `Facts`; the in-process path
+(grader.isolation.seam) gathers the very same `Facts`, and grader.isolation.rules judges them the same
+way on both paths. The verifier's verdict on a test cell goes back to `ladder grade` as a `Verdict`.
+
+The verifier unpickles the worker's replies with a short list of allowed classes (grader.isolation.
+remote.safe_loads): these dataclasses, plain data, tensors and arrays. None of them runs code when
+it is loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..cuda.tally import Tally
+from ..learner.code import KernelOutcome
+
+
+@dataclass
+class CallPolicy:
+    """How one call of the learner's function is run and judged."""
+    launcher: bool = False             # a kernel launcher: it must launch a kernel, and torch may not compute
+    noop: bool = False                 # every kernel launch is skipped (the no-op probe)
+    record: bool = False               # launches are recorded, never run (chapter 4's inspection)
+    count_tensor_cores: bool = False   # kernels run as instrumented copies that count their MMAs
+    memory: bool = False               # measure the peak memory the call allocates
+
+
+@dataclass(frozen=True)
+class RecordedKernel:
+    """A CUDA kernel a launcher launched while launches were recorded: enough to compile it again."""
+    name: str
+    source: str
+    options: tuple[str, ...]
+    where: str | None
+
+
+@dataclass
+class Facts:
+    """What the learner's code did during one call, gathered in the process that ran it."""
+    launches: list[str] = field(default_factory=list)      # kernels launched, in order, by name
+    errors: list[str] = field(default_factory=list)        # kernel errors raised to the learner's code
+    ops: list[str] = field(default_factory=list)           # torch ops that computed on the grader's tensors
+    stray_threads: list[str] = field(default_factory=list)  # threads still running when the call returned
+    tampered: list[str] = field(default_factory=list)      # attributes of torch, Triton, clocks, grader replaced
+    l2_limit: int = 0                                      # persisting L2 cache reserved, in bytes
+    not_plain: str | None = None                           # the type of a result that is not plain data
+    peak_bytes: int | None = None                          # with CallPolicy.memory
+    tensor_cores: Tally | None = None                      # with CallPolicy.count_tensor_cores
+    recorded: list[RecordedKernel] = field(default_factory=list)   # with CallPolicy.record
+
+
+@dataclass
+class BatchFacts(Facts):
+    """What a batch of timed calls did, and its times."""
+    min_launches: int = 0                                  # the fewest kernels any one call launched
+    event_ms: float = 0.0                                  # between CUDA events (the host clock on a CPU)
+    host_ms: float = 0.0                                   # the running process's own clock
+    kernel_sets: list[tuple[tuple[str, ...], int]] = field(default_factory=list)  # (kernels a call ran, calls)
+
+
+# ------------------------------------------------------------------------ verifier -> worker
+
+@dataclass
+class Load:
+    cells: list[tuple[str, str]]                                   # (name, source) of the learner's cells
+    outcomes: dict[str, KernelOutcome] = field(default_factory=dict)   # how each ended in the notebook's kernel
+
+
+@dataclass
+class Describe:
+    names: list[str]
+
+
+@dataclass
+class Call:
+    name: str
+    args: tuple
+    kwargs: dict
+    policy: CallPolicy
+
+
+@dataclass
+class Bind:
+    name: str
+    argsets: list[tuple]
+    kwargs: dict
+
+
+@dataclass
+class Batch:
+    bid: int
+    reps: int
+
+
+@dataclass
+class Quit:
+    pass
+
+
+# ------------------------------------------------------------------------ worker -> verifier
+
+@dataclass
+class Loaded:
+    problems: list[str]
+    tampered: list[str]
+
+
+@dataclass
+class Described:
+    kinds: dict[str, tuple[str, Any]]   # name -> ("callable" | "value" | "opaque" | "missing", value)
+
+
+@dataclass
+class Called:
+    result: Any
+    facts: Facts
+
+
+@dataclass
+class Bound:
+    bid: int
+
+
+@dataclass
+class Batched:
+    facts: BatchFacts
+
+
+@dataclass
+class Failed:
+    """The request raised: a LadderError to raise again in the verifier."""
+    cls: str
+    reason: str
+    message: str
+    crashed: bool = False     # the worker's GPU context is broken: it serves nothing more
+
+
+# ------------------------------------------------------------------------ ladder grade <-> verifier
+
+@dataclass
+class Job:
+    """One graded test cell to check: what `ladder grade` sends the verifier, as JSON on its stdin."""
+    cells: list[tuple[str, str]]           # the learner's cells: (name, source)
+    test: str                              # the test cell's source
+    test_name: str = "test"
+    outcomes: dict[str, KernelOutcome] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        import json
+
+        return json.dumps({"cells": self.cells, "test": self.test, "test_name": self.test_name,
+                           "outcomes": {k: asdict(v) for k, v in self.outcomes.items()}})
+
+    @classmethod
+    def from_json(cls, text: str) -> "Job":
+        import json
+
+        raw = json.loads(text)
+        return cls([tuple(c) for c in raw["cells"]], raw["test"], raw.get("test_name", "test"),
+                   {k: KernelOutcome(**v) for k, v in raw.get("outcomes", {}).items()})
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    reason: str | None
+    message: str
+    stdout: str = ""
+    seconds: float = 0.0
+    cls: str | None = None
+    values: str | None = None   # base64 pickle of the grader results the test cell assigned
+
+    def error_name(self) -> str:
+        return self.cls or ("CheckFailed" if not self.passed else "")
+
+    def as_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,238 @@
+"""The verifier's side of the worker: start it, talk to it with time limits, stand in for its functions.
+
+A `RemoteFunction` is the seam (grader.isolation.seam) for a learner's function that runs in the
+worker: a call runs there, on the same tensors (shared through CUDA IPC on a GPU, shared memory on a
+CPU, not copied), and the worker's facts come back to be judged here by the same rules as a call in
+this process. What only a separate process adds is enforced here too: a worker that died or broke
+its GPU context -> `crashed`; one that did not answer in time -> `timed-out`; bytes in the connection
+that are not a reply -> `tampered`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import tempfile
+import threading
+import time
+
+from .. import config
+from ..errors import CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
+from .messages import (Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed, Load, Loaded, Quit)
+from .seam import LearnerFunction
+
+
+class WorkerHandle:
+    """One worker process and its log.
+
+    `method`: how it starts. "spawn" (a fresh interpreter, the default) works from any process.
+    "fork" copies this process and saves the worker importing torch again, but is right only in a
+    process that has run no learner code and not touched CUDA (a forked child cannot use a GPU its
+    parent initialised): the verifier, which forks its worker first thing (grader.isolation.isolate).
+    A spawned worker is started before this process imports torch, so that the two import it at the
+    same time."""
+
+    def __init__(self, method: str = "spawn", private: tuple = ()):
+        """`private`: connections of this process that a forked worker must not keep (the verdict's)."""
+        import multiprocessing as mp
+
+        from . import worker
+
+        ctx = mp.get_context(method)
+        fd, self.log_path = tempfile.mkstemp(prefix="ladder-worker-", suffix=".log")
+        os.close(fd)
+        self.conn, child = ctx.Pipe()
+        # A forked worker holds copies of this process's connections: it closes this end of its own
+        # pipe and the private ones before it runs anything, so that the learner's code can neither
+        # answer for the grader nor send a verdict.
+        inherited = (self.conn, *private) if method == "fork" else ()
+        self.proc = ctx.Process(target=worker.main, args=(child, self.log_path, inherited), daemon=True)
+        self.proc.start()
+        child.close()
+        import torch.multiprocessing  # noqa: F401 - tensor reductions for the connection
+        self.called: set[str] = set()
+        self.dead: str | None = None
+
+    def log_tail(self, limit: int = 1500) -> str:
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as f:
+                text = f.read().strip()
+        except OSError:
+            return ""
+        return text if len(text) <= limit else "[...]\n" + text[-limit:]
+
+    def request(self, msg, timeout: float, what: str):
+        if self.dead:
+            raise WorkerCrashed(f"{what}: not run, because {self.dead}")
+        try:
+            self.conn.send(msg)
+        except (BrokenPipeError, OSError):
+            self._died(what)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.conn.poll(min(0.2, max(0.0, deadline - time.monotonic()))):
+                reply = self._receive(deadline, what)
+                break
+            if not self.proc.is_alive():
+                self._died(what)
+            if time.monotonic() >= deadline:
+                self.kill()
+                self.dead = f"an earlier call timed out after {timeout:.0f} s"
+                raise CheckTimedOut(
+                    f"{what}: timed out after {timeout:.0f} s. The process running your code was stopped, which "
+                    "frees the GPU. Look for a loop that never ends (a kernel loop bound that is never reached, "
+                    "a `while` waiting on something) or a launch far larger than intended.")
+        if isinstance(reply, Failed):
+            exc = from_dict({"cls": reply.cls, "reason": reply.reason, "message": reply.message})
+            if reply.crashed:
+                self.dead = "your code broke the GPU context of the process running it"
+                exc.args = (f"{what}: {exc.args[0]}\n{_crash_hint()}" + self._log_note(),)
+            raise exc
+        return reply
+
+    def _receive(self, deadline: float, what: str):
+        """One reply, read on a helper thread (a garbled length must not block this process) and
+        unpickled with `safe_loads`, so bytes the learner's code wrote into the connection can neither
+        hang the verifier nor run code in it."""
+        box: dict = {}
+
+        def read():
+            try:
+                box["data"] = self.conn.recv_bytes(config.MAX_REPLY_BYTES)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                box["error"] = exc
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(max(1.0, deadline - time.monotonic()))
+        if reader.is_alive() or "error" in box:
+            if isinstance(box.get("error"), EOFError) or not self.proc.is_alive():
+                self._died(what)
+            self.kill()
+            self.dead = "the connection to the process running your code was corrupted"
+            raise CheckFailed(f"{what}: the process running your code sent the grader data it cannot read: something "
+                              "in your code wrote into the grader's connection.", reason="tampered")
+        try:
+            return safe_loads(box["data"])
+        except Exception as exc:
+            self.kill()
+            self.dead = "the connection to the process running your code was corrupted"
+            raise CheckFailed(f"{what}: the process running your code sent the grader data it will not read "
+                              f"({type(exc).__name__}: {exc}): something in your code wrote into the grader's "
+                              "connection.", reason="tampered") from None
+
+    def _log_note(self) -> str:
+        tail = self.log_tail()
+        return f"\n\noutput of the process running your code:\n{tail}" if tail else ""
+
+    def _died(self, what: str):
+        self.proc.join(timeout=5)
+        code = self.proc.exitcode
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        self.dead = f"the process running your code died ({how})"
+        raise WorkerCrashed(f"{what}: the process running your code died ({how}).\n{_crash_hint()}"
+                            + self._log_note())
+
+    def load(self, cells, outcomes) -> Loaded:
+        return self.request(Load(list(cells), dict(outcomes or {})), config.load_timeout_s(),
+                            "running your notebook's cells")
+
+    def describe(self, names: list[str]) -> Described:
+        return self.request(Describe(names), 60, "looking up your names")
+
+    def kill(self):
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=10)
+
+    def close(self):
+        if self.proc.is_alive() and not self.dead:
+            try:
+                self.conn.send(Quit())
+                if self.conn.poll(5):
+                    self.conn.recv()
+            except Exception:
+                pass
+        self.kill()
+        try:
+            os.unlink(self.log_path)
+        except OSError:
+            pass
+
+
+# What a worker's reply may contain: the messages, plain data, tensors shared through
+# torch.multiprocessing, NumPy arrays. Anything else in the pickle (a function to call while loading,
+# say) is refused.
+_MESSAGES = {("grader.isolation.messages", n) for n in (
+    "Facts", "BatchFacts", "RecordedKernel", "CallPolicy", "Loaded", "Described", "Called", "Bound", "Batched",
+    "Failed")} | {("grader.cuda.tally", "Tally")}
+_SAFE_GLOBALS = _MESSAGES | {
+    ("builtins", n) for n in ("list", "tuple", "dict", "set", "frozenset", "int", "float", "complex", "str", "bytes",
+                              "bytearray", "bool", "slice", "range")
+} | {
+    ("collections", "OrderedDict"), ("copyreg", "_reconstructor"), ("copyreg", "__newobj__"),
+    ("torch._utils", "_rebuild_tensor_v2"), ("torch._utils", "_rebuild_tensor"), ("torch", "device"), ("torch", "Size"),
+    ("torch", "Tensor"), ("torch.storage", "UntypedStorage"), ("torch.storage", "TypedStorage"), ("torch", "UntypedStorage"),
+    ("multiprocessing.resource_sharer", "DupFd"), ("multiprocessing.reduction", "DupFd"),
+    ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+} | {
+    ("torch.multiprocessing.reductions", n) for n in (
+        "rebuild_cuda_tensor", "rebuild_tensor", "rebuild_storage_fd", "rebuild_storage_filename", "rebuild_typed_storage",
+        "rebuild_typed_storage_child", "rebuild_storage_empty", "rebuild_event")
+}
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        import numpy as np
+        import torch
+
+        if (module, name) in _SAFE_GLOBALS:
+            return super().find_class(module, name)
+        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        if module.startswith("numpy") and name.endswith("DType") and hasattr(np.dtypes, name):
+            return getattr(np.dtypes, name)
+        raise pickle.UnpicklingError(f"refused {module}.{name}")
+
+
+def safe_loads(data: bytes):
+    return _SafeUnpickler(io.BytesIO(data)).load()
+
+
+def _crash_hint() -> str:
+    return ("Most often an index past the end of an array (an illegal memory access). Only this check failed; "
+            "the others run in fresh processes. `ladder check --sanitize` names the kernel and line.")
+
+
+class RemoteFunction(LearnerFunction):
+    """The seam for the learner's function `name`, defined in the worker."""
+
+    def __init__(self, handle: WorkerHandle, name: str, trailing: tuple = ()):
+        super().__init__(name, trailing)
+        self.handle = handle
+
+    def __repr__(self) -> str:
+        return f"<your {self.name}, running in a separate process>"
+
+    def _twin(self, trailing: tuple) -> "RemoteFunction":
+        return RemoteFunction(self.handle, self.name, trailing)
+
+    def _timeout(self) -> float:
+        return config.call_timeout_s() if self.name in self.handle.called else config.first_call_timeout_s()
+
+    def _run(self, args, kwargs, policy):
+        reply: Called = self.handle.request(Call(self.name, args, kwargs, policy), self._timeout(), f"`{self.name}`")
+        self.handle.called.add(self.name)
+        return reply.result, reply.facts
+
+    def _bind(self, argsets):
+        reply: Bound = self.handle.request(Bind(self.name, argsets, {}), config.call_timeout_s(), f"`{self.name}`")
+        return reply.bid
+
+    def _timed(self, bid, reps):
+        reply: Batched = self.handle.request(Batch(bid, reps), config.call_timeout_s() + reps * 0.5,
+                                             f"`{self.name}` (timed runs)")
+        return reply.facts

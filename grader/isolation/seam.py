@@ -1,0 +1,224 @@
+"""The one seam between the grader's checks and the learner's function.
+
+Every check reaches the learner's launcher through a `LearnerFunction`, wherever that launcher
+runs, and nothing outside this package asks where. Its operations:
+
+- `call(*args, noop=...)`: one call (a launcher writes into the grader's `out`); the rules of
+  grader.isolation.rules are enforced on what it did before the result is returned;
+- `batch(argsets, after_batch)`: timed batches of calls, for the timing backend, with sampled re-checks;
+- `launches(*args)`: the CUDA kernels a call would launch (recorded, never run);
+- `count_tensor_cores(*args)`: a call whose kernels run as instrumented copies that count their MMAs;
+- `peak_memory(*args)`: the bytes a call allocates beyond what was allocated before it;
+- `with_trailing(*extra)`: the same launcher with arguments appended, e.g. chapter 6's `causal`, so
+  that a baseline built from the learner's own launcher runs wherever the launcher runs.
+
+Two implementations: `LocalFunction`, the learner's function in this process (a notebook cell,
+`ladder check`), and `RemoteFunction` (grader.isolation.remote), a stand-in for a function that runs
+in the grader's worker (`ladder grade`). Both gather the same facts (grader.isolation.facts) and apply
+the same rules, here, in the base class. `as_learner(fn)` gives the seam for whatever a check was
+handed: a RemoteFunction as it is, a plain function wrapped in a LocalFunction.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .. import config
+from ..errors import CheckFailed, KernelLaunchError
+from ..learner.errors import translate
+from . import facts as gather
+from . import rules
+from .messages import BatchFacts, CallPolicy, Facts, RecordedKernel
+
+
+def shape_key(args) -> tuple:
+    """What a launcher may legitimately branch on: tensor shapes, dtypes and devices, other values."""
+    key = []
+    for a in args:
+        if hasattr(a, "shape") and hasattr(a, "dtype"):
+            key.append(("tensor", tuple(a.shape), str(a.dtype), str(getattr(a, "device", ""))))
+        else:
+            key.append(("value", repr(a)))
+    return tuple(key)
+
+
+class LearnerFunction:
+    """The learner's launcher as every check sees it. Subclasses say how a call and a batch run."""
+
+    def __init__(self, name: str, trailing: tuple = ()):
+        self.name, self.__name__, self.trailing = name, name, tuple(trailing)
+        self.last_facts = Facts()
+        # (shapes of the arguments, names of the kernels launched) for every launcher call, no-op
+        # probes included: what a call on inputs of a given shape launches when it does the work.
+        self.history: list[tuple[tuple, frozenset]] = []
+        self.probed = False   # the no-op probe ran on this function
+        # Torch may compute on the grader's tensors: only for the course's own comparisons (a learner's
+        # kernel followed by torch's epilogue), never for a learner's graded launcher.
+        self.torch_ops = False
+
+    # -- what a subclass provides
+    def _run(self, args: tuple, kwargs: dict, policy: CallPolicy):
+        """One call: (result, Facts). Raises a LadderError for anything the learner's code raised."""
+        raise NotImplementedError
+
+    def _bind(self, argsets: list[tuple]):
+        """Prepare timed batches over `argsets`; returns what `_timed` needs."""
+        raise NotImplementedError
+
+    def _timed(self, bound, reps: int) -> BatchFacts:
+        raise NotImplementedError
+
+    def _twin(self, trailing: tuple) -> "LearnerFunction":
+        """The same function with other trailing arguments."""
+        raise NotImplementedError
+
+    # -- what every check uses
+    def _bound(self, trailing: tuple) -> "LearnerFunction":
+        twin = self._twin(trailing)
+        twin.history, twin.torch_ops = self.history, self.torch_ops
+        return twin
+
+    def with_trailing(self, *extra) -> "LearnerFunction":
+        """This launcher with `extra` appended to every call's arguments (chapter 6's `causal`)."""
+        return self._bound(self.trailing + tuple(extra))
+
+    def base(self) -> "LearnerFunction":
+        """This launcher without the trailing arguments `with_trailing` added."""
+        return self._bound(()) if self.trailing else self
+
+    def call(self, *args, launcher: bool = False, noop: bool = False, _policy: CallPolicy | None = None, **kwargs):
+        """One call. `launcher`: it is a kernel launcher, and the launcher rules apply (a kernel must run,
+        torch may not compute); `noop`: every kernel launch is skipped."""
+        policy = _policy or CallPolicy(launcher=launcher, noop=noop)
+        what = f"`{self.name}`"
+        result, facts = self._run(args + self.trailing, kwargs, policy)
+        self.last_facts = facts
+        rules.enforce(facts, what, launcher=policy.launcher, torch_ops=self.torch_ops)
+        if policy.launcher and not policy.record:
+            self.history.append((shape_key(args + self.trailing), frozenset(facts.launches)))
+        return result
+
+    def __call__(self, *args, **kwargs):
+        return self.call(*args, **kwargs)
+
+    def launches(self, *args) -> list[RecordedKernel]:
+        """The CUDA kernels made with load_kernel that this launcher launches (recorded, never run).
+        Not judged as a launcher's call: nothing ran, and the caller says what no kernel means."""
+        self.call(*args, _policy=CallPolicy(record=True))
+        return self.last_facts.recorded
+
+    def count_tensor_cores(self, *args):
+        """Call with every kernel replaced by an instrumented copy; returns its grader.cuda.tccount.Tally
+        (what the tensor cores did, kernel by kernel) and the names of the kernels that ran."""
+        from ..cuda.tally import Tally
+
+        self.call(*args, _policy=CallPolicy(launcher=True, count_tensor_cores=True))
+        return self.last_facts.tensor_cores or Tally(), list(self.last_facts.launches)
+
+    def peak_memory(self, *args) -> int:
+        """Bytes the call allocated above what the process held before it (torch's allocator)."""
+        self.call(*args, _policy=CallPolicy(launcher=True, memory=True))
+        return int(self.last_facts.peak_bytes or 0)
+
+    def batch(self, argsets: list[tuple], after_batch=None) -> "Batch":
+        return Batch(self, argsets, after_batch)
+
+
+class Batch:
+    """Learner calls timed in batches where the learner's function runs, checked by the same rules.
+
+    `timed_batch(reps)` runs `reps` calls in a row (rotating through the argument sets) between two
+    CUDA events, the second recorded after a device-wide synchronize, so work on any stream is inside
+    the interval; the events are bounded by the clock of the process that asked. Every timed call
+    must launch every kernel a checked call of the same shape launched; `after_batch` re-checks a sample.
+    """
+
+    def __init__(self, fn: LearnerFunction, argsets: list[tuple], after_batch=None):
+        self.fn, self.after_batch = fn, after_batch
+        self.argsets = [tuple(a) + fn.trailing for a in argsets]
+        # The kernels every checked call on inputs of this shape launched (the checked call before
+        # timing and the no-op probe): each timed call must launch them too. A call that launches
+        # only some of them, say a fingerprint kernel that finds a kept result, skipped the work.
+        seen = [names for key, names in fn.history if self.argsets and key == shape_key(self.argsets[0])]
+        self.required = frozenset.intersection(*seen) if seen else frozenset()
+        self.bound = fn._bind(self.argsets)
+        self.batches = 0
+
+    def timed_batch(self, reps: int) -> float:
+        what = f"`{self.fn.name}` (timed runs)"
+        t0 = time.perf_counter()
+        facts = self.fn._timed(self.bound, reps)
+        host_ms = (time.perf_counter() - t0) * 1e3
+        rules.enforce_batch(facts, what, reps, self.required, host_ms)
+        self.batches += 1
+        if self.after_batch is not None:
+            self.after_batch(reps)
+        return facts.event_ms
+
+
+# ----------------------------------------------------------------------------- in this process
+
+_NOTED = False
+
+
+def _note_once() -> None:
+    """The one thing a check in the notebook's own process cannot promise, said once per process."""
+    global _NOTED
+    if not _NOTED and not config.quiet_start():
+        _NOTED = True
+        print("(Checked in this notebook's process by the same rules as grading. Grading repeats every check in "
+              "a fresh process, where nothing this notebook changed can reach the verdict.)")
+
+
+class LocalFunction(LearnerFunction):
+    """The learner's function, called in this process."""
+
+    def __init__(self, fn, name: str | None = None, trailing: tuple = ()):
+        super().__init__(name or getattr(fn, "__name__", "your function"), trailing)
+        self.fn = fn
+
+    def __repr__(self) -> str:
+        return f"<your {self.name}>"
+
+    def _twin(self, trailing: tuple) -> "LocalFunction":
+        return LocalFunction(self.fn, self.name, trailing)
+
+    def _run(self, args, kwargs, policy):
+        _note_once()
+        try:
+            return gather.run_call(self.fn, args, kwargs, policy)
+        except gather.LearnerRaised as raised:
+            raise translate(raised.exc, f"`{self.name}`") from None
+        except gather.GPUBroken as exc:
+            raise KernelLaunchError(f"`{self.name}`: {exc}\nMost often an index past the end of an array. The GPU "
+                                    "context of this notebook is now broken: restart its kernel (Kernel > Restart) "
+                                    "before running anything else on the GPU. `ladder check --sanitize` names the "
+                                    "kernel and line.", reason="crashed") from None
+
+    def _bind(self, argsets):
+        return argsets
+
+    def _timed(self, bound, reps):
+        try:
+            return gather.run_batch(self.fn, bound, {}, reps)
+        except gather.LearnerRaised as raised:
+            raise translate(raised.exc, f"`{self.name}` (timed runs)") from None
+        except gather.GPUBroken as exc:
+            raise KernelLaunchError(f"`{self.name}` (timed runs): {exc}", reason="crashed") from None
+
+
+def as_learner(fn, name: str | None = None, torch_ops: bool = False) -> LearnerFunction:
+    """The seam for what a check was handed: the learner's function, or a stand-in for one.
+    `torch_ops`: a comparison of the course's own in which torch computes part of the result."""
+    if isinstance(fn, LearnerFunction):
+        return fn
+    # What the learner's cells replaced decides the verdict before anything else, as the verifier
+    # decides it right after loading them: a check that would stop early (no GPU, a stub) says the same.
+    replaced = gather.tampered()
+    if replaced:
+        raise rules.tampered(replaced)
+    if not callable(fn):
+        raise CheckFailed(f"expected your function, got {type(fn).__name__}: {fn!r}"[:300])
+    local = LocalFunction(fn, name)
+    local.torch_ops = torch_ops
+    return local

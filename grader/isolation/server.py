@@ -1,0 +1,134 @@
+"""The process verifiers are forked from: `python -m grader.isolation.server SOCKET_FD`.
+
+Every graded check runs in a fresh verifier (grader.isolation.verifier), and a fresh interpreter
+spends two to three seconds importing torch before it can check anything. This server imports torch
+and the verifier once, for the life of the process that grades (`ladder grade`, `ladder check`), and
+forks a verifier per check: milliseconds. It never runs a check, the learner's code or anything that
+touches CUDA (a forked child cannot use a GPU its parent initialised), so every verifier starts from
+the same clean state.
+
+Written here rather than taken from `multiprocessing`'s fork server, which re-runs the asking
+process's main module in every child: a script fed on stdin cannot be re-run at all, and a Jupyter
+kernel's or a console script's main costs time in every check.
+
+The protocol, over a Unix socket pair whose other end the asking process holds (grader.isolation.
+isolate): a request is a pickled `Fork` (length-prefixed); the reply is the child's pid, with the
+read end of the pipe the child will write its verdict to, passed as a file descriptor. The server
+keeps no other copy of that pipe. A `Status` request returns how a child ended, once it has.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import struct
+import sys
+from dataclasses import dataclass
+
+VERIFIER = "grader.isolation.verifier"
+PRELOAD = ("torch", "numpy", VERIFIER)
+
+
+@dataclass
+class Fork:
+    """Fork a verifier for `job`, in the asking process's environment and folder as they are now."""
+    job: object
+    environ: dict
+    cwd: str | None
+    stdout_path: str
+    stderr_path: str
+
+
+@dataclass
+class Status:
+    pid: int
+
+
+def send(sock: socket.socket, obj, fds: tuple[int, ...] = ()) -> None:
+    data = pickle.dumps(obj)
+    message = struct.pack("!I", len(data)) + data
+    if fds:
+        socket.send_fds(sock, [message], list(fds))
+    else:
+        sock.sendall(message)
+
+
+def receive(sock: socket.socket, with_fd: bool = False):
+    """One message: the object, or (object, fd) with `with_fd`."""
+    head, fds, _, _ = socket.recv_fds(sock, 4, 1) if with_fd else (sock.recv(4, socket.MSG_WAITALL), [], 0, None)
+    if len(head) < 4:
+        raise EOFError("the other end of the fork server's socket closed")
+    (size,) = struct.unpack("!I", head)
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise EOFError("the other end of the fork server's socket closed")
+        data += chunk
+    obj = pickle.loads(data)
+    return (obj, fds[0] if fds else None) if with_fd else obj
+
+
+_ENDED: dict[int, int] = {}   # pid -> wait status, for children that ended
+
+
+def _reap(*_):
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _ENDED[pid] = status
+
+
+def _child(sock: socket.socket, request: Fork, verdict_fd: int) -> None:
+    from multiprocessing.connection import Connection
+
+    verifier = sys.modules[VERIFIER]  # imported by main(), before any fork: it is this server's program
+    sock.close()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    code = 1
+    try:
+        verifier.forked(request.job, request.environ, request.cwd, Connection(verdict_fd, readable=False),
+                        request.stdout_path, request.stderr_path)
+        code = 0
+    finally:
+        os._exit(code)  # never back into the server's loop
+
+
+def serve(sock: socket.socket) -> None:
+    signal.signal(signal.SIGCHLD, _reap)
+    while True:
+        try:
+            request = receive(sock)
+        except (EOFError, ConnectionError):
+            return  # the asking process is gone: so is the reason to exist
+        if isinstance(request, Status):
+            _reap()
+            status = _ENDED.pop(request.pid, None)
+            send(sock, None if status is None else os.waitstatus_to_exitcode(status))
+            continue
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            _child(sock, request, write_end)
+        os.close(write_end)
+        send(sock, pid, (read_end,))
+        os.close(read_end)
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    for name in PRELOAD:
+        __import__(name)
+    send(sock, "ready")
+    serve(sock)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""The worker: a fresh process that runs the learner's code, and decides nothing.
+
+The verifier (grader.isolation.verifier) starts one worker per graded check. The worker imports every
+chapter (through the registry), notes the identities of what the learner must not replace, then runs
+the learner's cells (the setup cell and the solution cells, definitions only: grader.learner.code)
+and serves requests (grader.isolation.messages) over a `multiprocessing` connection: call a function
+on tensors the verifier shares with it, bind argument sets and run batches of timed calls. Each call
+runs through grader.isolation.facts, exactly as a call in the notebook's own process does, and the
+facts go back to the verifier, which judges them.
+
+Its stdout and stderr go to a log file the verifier reads, never to the notebook.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .. import chapters
+from ..errors import LadderError, as_dict
+from ..learner.code import KernelOutcome, run_cell
+from ..learner.errors import translate
+from . import facts as gather
+from .messages import (Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed, Load, Loaded, Quit)
+
+
+class Worker:
+    def __init__(self, conn, has_gpu: bool):
+        import torch
+
+        self.conn = conn
+        self.has_gpu = has_gpu
+        self.torch = torch
+        self.ns: dict = {"__name__": "__learner__"}
+        self.bound: dict[int, tuple] = {}
+        self.keep: list = []   # tensors returned to the verifier stay alive until the next request
+
+    def load(self, msg: Load) -> Loaded:
+        for module in chapters.names():   # imported, and so watched, before any learner code
+            try:
+                chapters.module(module)
+            except Exception:
+                pass
+        gather.start_watching(again=True)
+        problems = []
+        for name, source in msg.cells:
+            problems += run_cell(name, source, self.ns, msg.outcomes.get(name, KernelOutcome()))
+        return Loaded(problems, gather.tampered())
+
+    def describe(self, msg: Describe) -> Described:
+        out = {}
+        for name in msg.names:
+            if name not in self.ns:
+                out[name] = ("missing", None)
+            elif callable(self.ns[name]):
+                out[name] = ("callable", None)
+            else:
+                value = self.ns[name]
+                out[name] = ("value", value) if gather.plain(value) else ("opaque", type(value).__name__)
+        return Described(out)
+
+    def call(self, msg: Call) -> Called:
+        result, facts = gather.run_call(self.ns[msg.name], msg.args, msg.kwargs, msg.policy)
+        self.keep = [result]
+        return Called(result, facts)
+
+    def _native(self, t):
+        """A copy of `t` in memory this process allocated, same storage layout (guard bands included).
+
+        Launching on memory mapped from the verifier (CUDA IPC) costs far more host time a launch
+        than on the process's own memory, so timed batches run on native copies, refreshed from the
+        verifier's tensors before each batch and copied back after it.
+        """
+        torch = self.torch
+        storage = t.untyped_storage()
+        native = torch.empty(storage.nbytes(), dtype=torch.uint8, device=t.device)
+        view = torch.empty(0, dtype=t.dtype, device=t.device).set_(native.untyped_storage(), t.storage_offset(),
+                                                                 t.size(), t.stride())
+        whole = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage)
+        return view, (whole, native)
+
+    def bind(self, msg: Bind) -> Bound:
+        bid = len(self.bound) + 1
+        pairs, native_sets = [], []
+        for args in msg.argsets:
+            native_args = []
+            for a in args:
+                if isinstance(a, self.torch.Tensor) and self.has_gpu:
+                    view, pair = self._native(a)
+                    native_args.append(view)
+                    pairs.append(pair)
+                else:
+                    native_args.append(a)
+            native_sets.append(tuple(native_args))
+        self.bound[bid] = (self.ns[msg.name], native_sets, msg.kwargs, pairs)
+        return Bound(bid)
+
+    def batch(self, msg: Batch) -> Batched:
+        fn, argsets, kwargs, pairs = self.bound[msg.bid]
+        for theirs, mine in pairs:  # the verifier's current inputs, poisoned outputs and guard bands
+            mine.copy_(theirs)
+        facts = gather.run_batch(fn, argsets, kwargs, msg.reps)
+        for theirs, mine in pairs:  # results, guard bands and inputs back, for the verifier to check
+            theirs.copy_(mine)
+        gather.CLOCKS.sync()
+        return Batched(facts)
+
+    def serve(self):
+        handlers = {Load: self.load, Describe: self.describe, Call: self.call, Bind: self.bind, Batch: self.batch}
+        while True:
+            try:
+                msg = self.conn.recv()
+            except (EOFError, OSError):
+                return
+            if isinstance(msg, Quit):
+                self.conn.send(Loaded([], []))
+                return
+            try:
+                handler = handlers.get(type(msg))
+                reply = handler(msg) if handler else Failed("CheckFailed", "failed", f"unknown request {msg!r}")
+            except gather.GPUBroken as exc:
+                self.conn.send(Failed("WorkerCrashed", "crashed", str(exc), crashed=True))
+                return  # the CUDA context is broken: nothing more can run in this process
+            except gather.LearnerRaised as raised:
+                reply = _failed(translate(raised.exc, f"`{getattr(msg, 'name', 'your code')}`"))
+            except LadderError as exc:
+                reply = _failed(exc)
+            except Exception as exc:  # a fault in the worker itself: report it, keep serving
+                reply = Failed("CheckFailed", "failed", f"the grader's worker failed: {type(exc).__name__}: {exc}")
+            try:
+                self.conn.send(reply)
+            except Exception as exc:  # e.g. an unpicklable result slipped through
+                self.conn.send(Failed("CheckFailed", "not-plain", f"your function's result cannot be sent back: {exc}"))
+
+
+def _failed(exc: LadderError) -> Failed:
+    d = as_dict(exc)
+    return Failed(d["cls"], d["reason"], d["message"])
+
+
+def _redirect_output(log_path: str) -> None:
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+
+
+def main(conn, log_path: str, inherited: tuple = ()) -> None:
+    """Entry point of the worker process. It finds the GPU as the verifier does (the same machine and
+    settings), so the two agree. `inherited`: the verifier's connections a forked worker holds copies
+    of, closed first."""
+    for theirs in inherited:
+        theirs.close()
+    _redirect_output(log_path)
+    from ..cuda.gpu import gpu_or_reason
+
+    has_gpu = gpu_or_reason()[0]
+    if not has_gpu:
+        os.environ["TRITON_INTERPRET"] = "1"
+    os.environ["LADDER_QUIET_START"] = "1"
+    import torch.multiprocessing  # noqa: F401 - registers the tensor-sharing reductions
+    Worker(conn, has_gpu).serve()

@@ -1,0 +1,53 @@
+"""The course as nbgrader sees it: where its folders are, which files belong to no release, and the
+settings that releasing needs (grader.notebooks.settings adds those that running notebooks needs)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..errors import LadderError
+
+COURSE_ID = "kernel-ladder"
+SOURCE_DIR = "solutions"
+RELEASE_DIR = "course"
+
+# Files that belong to no release or submission: Jupyter's checkpoints, caches, build products.
+IGNORED = (".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.cubin", "*.ptx", "*.o", ".triton",
+           ".DS_Store")
+
+
+def repo_root(start: Path | None = None) -> Path:
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "nbgrader_config.py").is_file() and (d / SOURCE_DIR).is_dir():
+            return d
+    raise LadderError(f"not inside the course repository: no nbgrader_config.py with a {SOURCE_DIR}/ "
+                      f"folder above {here}")
+
+
+def assignments(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / SOURCE_DIR).iterdir()
+                  if p.is_dir() and any(p.glob("*.ipynb")) and not p.name.startswith("."))
+
+
+def nbgrader_env() -> None:
+    """nbgrader runs `alembic` as a command to set up its database: make the interpreter's own bin
+    folder reachable even when `ladder` runs from a virtual environment that is not activated."""
+    bindir = os.path.dirname(sys.executable)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def configure_course(c, root: str | None = None) -> None:
+    """The course's folders, what a release leaves out, and the released stub, on a traitlets Config."""
+    if root is not None:
+        c.CourseDirectory.root = root
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.source_directory = SOURCE_DIR
+    c.CourseDirectory.release_directory = RELEASE_DIR
+    # Never copy build products or caches into a release or a submission.
+    c.CourseDirectory.ignore = list(IGNORED)
+    # The released stub for code solutions. The grader recognises it inside CUDA C strings too.
+    c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

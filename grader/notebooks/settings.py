@@ -1,0 +1,63 @@
+"""nbgrader settings for a GPU course, in one place: nbgrader_config.py, `ladder check` and `ladder
+grade` all apply these (`ladder release` needs only the course's own, grader.notebooks.course)."""
+
+from __future__ import annotations
+
+import os
+
+from .. import config
+from .course import configure_course
+
+
+def autograde_preprocessors() -> list:
+    """nbgrader's autograde pipeline with its Execute step replaced by LadderExecute (grader.notebooks.nbexec)."""
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+
+    from ..errors import LadderError
+    from .nbexec import LadderExecute
+
+    steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
+    if Execute not in steps:
+        raise LadderError("this nbgrader's autograde has no Execute step to replace: grader/notebooks/nbexec.py "
+                          f"was written for nbgrader 0.9.6 (its steps here: {steps})")
+    return [LadderExecute if step is Execute else step for step in steps]
+
+
+def configure_nbgrader(c, root: str | None = None) -> None:
+    """Apply the course's settings to a traitlets Config (`c` in nbgrader_config.py)."""
+    configure_course(c, root)
+    # nbgrader's default is 30 s a cell. A speed cell warms up, times interleaved rounds against torch
+    # and may compile (NVRTC, torch.compile, Triton autotuning): minutes, not seconds.
+    c.Execute.timeout = config.cell_timeout_s()
+    c.Execute.interrupt_on_timeout = True
+    # A GPU check that hangs must not hold the grading of the rest of the class.
+    c.Execute.startup_timeout = config.KERNEL_STARTUP_TIMEOUT_S
+    c.Execute.execute_retries = 0
+    # Talk to notebook kernels over local sockets: over TCP, ipykernel 7 prints a warning about
+    # unencrypted traffic at every start, which `ladder check` would pass on to the learner. The
+    # sockets' path is absolute (the kernel runs in the notebook's folder, this process maybe not) and
+    # this process's own (two graders at once must not meet).
+    if os.name == "posix":
+        import tempfile
+
+        c.KernelManager.transport = "ipc"
+        c.KernelManager.ip = os.path.join(tempfile.gettempdir(), f"ladder-kernel-{os.getpid()}")
+    # A kernel that dies (segfault, os._exit, a CUDA fault, the OOM killer) or hangs past the
+    # timeout costs only the cell it was running: nbgrader's own Execute would let the error escape,
+    # and nbgrader then deletes the student's whole autograded notebook. See grader.notebooks.nbexec.
+    c.Autograde.autograde_preprocessors = autograde_preprocessors()
+    # How many fresh kernels one notebook may get after its kernel dies or hangs in a cell. The next
+    # loss ends that notebook's run: its remaining cells score 0 as "not run", the rest stay graded.
+    c.LadderExecute.max_kernel_restarts = config.MAX_KERNEL_RESTARTS
+    # Graded test cells are checked in fresh processes (grader.isolation, docs/isolation.md): on by
+    # default for grading (`ladder grade`, `nbgrader autograde`); LADDER_ISOLATED=0 (`ladder grade
+    # --in-kernel`) runs them in the notebook's kernel instead. `ladder check` decides for itself.
+    c.LadderExecute.isolated_checks = config.isolated(default=True)
+    # Kernel reports are short; a runaway print loop must not bloat a feedback page.
+    c.LimitOutput.max_lines = 400
+    c.LimitOutput.max_traceback = 60
+    # A student who deletes or edits a test cell is still graded on the original tests: autograde
+    # restores every grade cell's source from the gradebook (nbgrader's default), and re-adds grade
+    # cells that were deleted or stripped of their metadata.
+    c.OverwriteCells.add_missing_cells = True
