@@ -1,5 +1,4 @@
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +10,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _has_gpu() -> bool:
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except ImportError:
-        return False
+    """As the grader decides (grader.cuda.gpu.gpu_or_reason): LADDER_FORCE_NO_GPU makes a GPU machine
+    run the CPU paths, so that one machine can run both halves of the suite."""
+    from grader.cuda.gpu import gpu_or_reason
+
+    return gpu_or_reason()[0]
 
 
 HAS_GPU = _has_gpu()
@@ -24,10 +23,48 @@ HAS_GPU = _has_gpu()
 def pytest_collection_modifyitems(config, items):
     if HAS_GPU:
         return
-    skip = pytest.mark.skip(reason="needs an NVIDIA GPU: none found (torch.cuda.is_available() is False)")
+    from grader.cuda.gpu import gpu_or_reason
+
+    skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {gpu_or_reason()[1]}")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def _learner_files() -> dict:
+    """Every file under course/ and work/ (a learner's copy), with its bytes' hash."""
+    import hashlib
+
+    found = {}
+    for folder in ("course", "work"):
+        for p in sorted((ROOT / folder).rglob("*")) if (ROOT / folder).is_dir() else []:
+            if p.is_file():
+                found[str(p.relative_to(ROOT))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _learner_work_is_never_touched():
+    """The test suite may run in a learner's checkout: it must leave course/ and work/ as it found
+    them, byte for byte (tests that release or start work on copies in tmp_path)."""
+    before = _learner_files()
+    yield
+    after = _learner_files()
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert not changed, (f"these files changed while the test suite ran: {changed[:10]} (the suite itself must "
+                         "never write there; JupyterLab saving a notebook meanwhile would also show up here)")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_tamper_watch():
+    """Each test starts with no reference for what the learner's code may not replace: it is taken at
+    the test's first check, after the test's own monkeypatching (which is the test's, not a learner's)."""
+    from grader import config
+    from grader.isolation import facts
+
+    facts._WATCH = None
+    config.unpin()   # a session a test started pins the settings; the next test sets its own
+    yield
 
 
 @pytest.fixture(autouse=True)
@@ -59,3 +96,20 @@ def ladder_check_one(nb, timeout: float = 1800) -> tuple[int, dict, dict]:
     code, report = ladder_check(nb, timeout=timeout)
     (notebook,) = report["notebooks"]
     return code, notebook, cells_by_id(notebook)
+
+
+def torch_kernel(fn):
+    """A launcher made of torch operations, standing in for a learner's kernel in tests of the harness
+    itself: each call is one launch (of a "kernel" named after `fn`) through grader.cuda.launches, so the
+    grader sees a kernel run, can switch it off (the no-op probe) and does not count its torch operations
+    as torch computing in the launcher. Tests of those rules use real kernels (test_isolation, the exploit
+    suite)."""
+    from grader.cuda import launches
+
+    name = getattr(fn, "__name__", "torch_kernel")
+
+    def launcher(*args):
+        return launches.dispatch(launches.Launch("triton", name, fn, lambda: fn(*args)))
+
+    launcher.__name__ = name
+    return launcher

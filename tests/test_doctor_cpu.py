@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import HAS_GPU, ROOT
-from grader.headers import find_wmma_headers
+from grader.cuda.toolkit import find_wmma_headers
 
 pytestmark = pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour")
 

@@ -49,7 +49,53 @@ def test_ci_runs_the_readme_test_command():
     for line in test_command.splitlines():
         assert line.strip() in ci, f"the README's test command `{line}` is not in .ci/run"
     assert "torch==2.13.0" in ci, ".ci/run must install the CPU build of torch before the project"
+    assert ci.index("torch==2.13.0") < ci.index('-e ".[dev]"')
 
 
-def test_readme_has_setup_command():
-    assert 'pip install -e ".[dev]"' in _readme_block_after("Set up")
+def _commands(text: str) -> list[str]:
+    """Shell commands, normalised the way .ci/run writes them (`python -m pip`, --quiet, output dropped)."""
+    out = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip() if not line.strip().startswith("#") else ""
+        line = re.sub(r"^python -m pip ", "pip ", line)
+        line = re.sub(r"\s+--quiet\b|\s*>/dev/null$", "", line)
+        if line:
+            out.append(line)
+    return out
+
+
+def _setup_install_steps() -> list[str]:
+    """The install commands of the README's set-up, in reading order (steps 1 and 2)."""
+    text = (ROOT / "README.md").read_text()
+    setup = text[text.index("## Set up"):text.index("**3.")]
+    blocks = re.findall(r"```bash\n(.*?)```", setup, re.S)
+    return [c for block in blocks for c in _commands(block)]
+
+
+def test_readme_setup_puts_the_cpu_torch_before_the_install():
+    steps = _setup_install_steps()
+    assert steps[0].startswith('pip install "torch==') and "download.pytorch.org/whl/cpu" in steps[0]
+    assert steps[1] == 'pip install -e ".[dev]"'
+
+
+def test_ci_runs_the_readme_setup_in_its_order():
+    ci = [c for c in _commands((ROOT / ".ci" / "run").read_text()) if c.startswith(("pip install", "python -m"))]
+    ci = [c for c in ci if "--upgrade pip" not in c]
+    assert ci == _setup_install_steps(), f".ci/run installs {ci}, the README says {_setup_install_steps()}"
+
+
+def test_license_is_an_spdx_string_with_its_file():
+    project = _pyproject()["project"]
+    assert project["license"] == "MIT" and (ROOT / "LICENSE").is_file()
+
+
+def test_packages_whose_private_api_the_executor_uses_are_capped():
+    """nbexec subclasses nbgrader's and nbclient's executors and calls their private methods: a new
+    release may move them, so both carry an upper bound, in pyproject.toml and environment.yml alike."""
+    source = (ROOT / "grader" / "notebooks" / "nbexec.py").read_text()
+    assert "from nbclient" in source and "from nbgrader" in source
+    assert re.search(r"super\(\)\._\w+", source), "nbexec calls a private method of its base class"
+    deps = _pyproject()["project"]["dependencies"]
+    for package in ("nbgrader", "nbclient"):
+        spec = next(d for d in deps if re.match(rf"{package}\b", d))
+        assert "<" in spec, f"{spec}: give {package} an upper bound"

@@ -59,7 +59,7 @@ def launchers(chapter: str, name: str, cell_ids: list[str]) -> dict:
     solutions = _solution_sources(getattr(sub, "CHAPTER_DIR"))
     ns: dict = {"__name__": f"{chapter}_{name}"}
     exec("import numpy as np\nimport torch\nfrom grader import load_kernel\n"
-         "from grader.device import gpu_info\nfrom grader.notebook import Session\n"
+         "from grader.cuda.gpu import gpu_info\nfrom grader.harness.session import Session\n"
          "session = Session(gpu_info(), None)\n", ns)
     for gid in cell_ids:
         run_cell(getattr(sub, "CELLS", {}).get(gid, solutions[gid]), ns, f"<{chapter} {name} {gid}>")

@@ -12,7 +12,7 @@ the graded check measured is recorded, whatever the verdict. --reference also ti
 instructor's solution (tests/submissions/chNN/correct.py) for the same exercises, on the same GPU.
 
 This is a quick in-process check for the authors of these submissions, not the grader: the graded
-path (a fresh worker process per check, guard bands, re-checks during timing) is grader/isolate.py.
+path (a fresh worker process per check, guard bands, re-checks during timing) is grader/isolation/isolate.py.
 Without a GPU, cells that need one fail with NoGPUError and are reported as "no GPU".
 """
 
@@ -57,7 +57,7 @@ def grade_id(cell: dict) -> str | None:
 
 def run_submission(package: str, name: str, chapter_dir: str, cells: list[str], runs: int) -> dict:
     """Execute the solution cells up to the last expected test cell, then each test cell."""
-    import grader.exercise as exercise
+    import grader.harness.exercise as exercise
     from submissions.build import launchers
 
     nb = notebook_cells(chapter_dir)
@@ -114,8 +114,8 @@ def compile_all(names: list[str]) -> bool:
     import tempfile
 
     from grader.errors import LadderError
-    from grader.nvrtc import compile_for_archs
-    from grader.source import cuda_sources_in_notebook
+    from grader.cuda.nvrtc import compile_for_archs
+    from grader.learner.cells import cuda_sources
     from submissions.build import build
 
     ok = True
@@ -123,7 +123,7 @@ def compile_all(names: list[str]) -> bool:
         for name in names:
             sub = importlib.import_module(f"submissions.correct.{name}")
             nb = build("correct", sub.CHAPTER_DIR, name, Path(tmp) / f"{name}.ipynb")
-            sources, stray = cuda_sources_in_notebook(nb)
+            sources, stray = cuda_sources(nb)
             # The kernels this submission's own cells load: load_kernel(NAME_SRC, "kernel", ...).
             loaded = {var: kernel for cell in sub.CELLS.values()
                       for var, kernel in re.findall(r'load_kernel\((\w+_SRC),\s*"(\w+)"', cell)}
@@ -177,7 +177,7 @@ def main(argv=None) -> int:
         print(f"\nevery CUDA source compiles: {ok}")
         return 0 if ok else 1
 
-    from grader.device import gpu_info
+    from grader.cuda.gpu import gpu_info
 
     info = gpu_info()
     print(f"device: {info.name if info else 'no GPU'}\n")

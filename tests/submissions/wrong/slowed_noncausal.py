@@ -4,7 +4,7 @@ key loop runs to 2N, and the extra tiles are loaded as zeros and masked out. The
 and the kernel stays well above the attention speed bar, but the non-causal launch now takes about
 twice as long, so causal=True looks faster than causal=False against the learner's own baseline
 (6-causal's bar) without skipping anything. It must be rejected by the causal speed cell on a GPU,
-which counts the tensor-core work of one causal launch (grader.tccount): 100% of the N x N product,
+which counts the tensor-core work of one causal launch (grader.cuda.tccount): 100% of the N x N product,
 where skipping does about half. On a CPU the causal speed cell cannot run at all."""
 from submissions.ch06.no_skip import CELLS as _NO_SKIP
 from submissions.wrong import edited

@@ -1,5 +1,5 @@
 """5a written as the naive kernel (correct, below the bar), plus a patch of the grader itself: the cell
-imports `grader.timing` and wraps its `compare` so that the learner's round times come back divided by
+imports `grader.harness.timing` and wraps its `compare` so that the learner's round times come back divided by
 four. In the notebook's own process the naive kernel then clears the bar. It must be rejected as
 tampering: the learner's cells replaced a function of the grader."""
 from submissions.wrong import ch05_naive_matmul_cell
@@ -7,9 +7,9 @@ from submissions.wrong import ch05_naive_matmul_cell
 CHAPTER_DIR = "05_triton_matmul"
 CELLS = {
     "matmul-solution": ch05_naive_matmul_cell('''
-import grader.timing
+import grader.harness.timing
 
-_real_compare = grader.timing.compare
+_real_compare = grader.harness.timing.compare
 
 
 def _compare(candidate, baseline, **kwargs):
@@ -18,7 +18,7 @@ def _compare(candidate, baseline, **kwargs):
     return result
 
 
-grader.timing.compare = _compare
+grader.harness.timing.compare = _compare
 
 
 def matmul(a, b, out):

@@ -5,7 +5,7 @@ still holding the answer (a trick that has beaten graders which compute the refe
 same process). The verifier computes its reference in another process and poisons `out` before the
 call, so the uninitialised buffer holds no answer: the values are wrong, and it must be rejected as a
 wrong result. The copy kernel does write `out`, so nothing but the values gives it away."""
-from submissions.wrong import CH05, edited, notebook_cell
+from submissions.wrong import CH05, notebook_cell
 
 CHAPTER_DIR = CH05
 _SOLUTION = notebook_cell(CH05, "matmul-solution")

@@ -1,16 +1,16 @@
 """Every CUDA kernel shipped in solutions/ compiles through NVRTC for sm_80 and sm_90, with no GPU."""
 
-from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
 from grader.errors import KernelCompileError, NotImplementedYet
-from grader.nvrtc import compile_cuda, compile_for_archs
-from grader.source import cuda_sources_in_notebook, format_compile_log, is_stub
+from grader.cuda.nvrtc import compile_cuda, compile_for_archs
+from grader.cuda.nvrtc import format_compile_log, is_stub
+from grader.learner.cells import cuda_sources
 
 SOLUTION_NOTEBOOKS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
-KERNELS = [(nb, name, src) for nb in SOLUTION_NOTEBOOKS for name, src in cuda_sources_in_notebook(nb)[0]]
+KERNELS = [(nb, name, src) for nb in SOLUTION_NOTEBOOKS for name, src in cuda_sources(nb)[0]]
 
 
 def test_there_are_kernels_to_compile():
@@ -20,7 +20,7 @@ def test_there_are_kernels_to_compile():
 
 @pytest.mark.parametrize("notebook", SOLUTION_NOTEBOOKS, ids=lambda p: p.parent.name)
 def test_no_kernel_escapes_the_compile_check(notebook):
-    _, stray = cuda_sources_in_notebook(notebook)
+    _, stray = cuda_sources(notebook)
     assert not stray, f"{notebook.name}: cells {stray} define __global__ kernels outside a NAME_SRC string"
 
 
@@ -35,7 +35,7 @@ def test_kernel_compiles_for_sm80_and_sm90(notebook, name, source):
 
 def test_released_kernels_are_stubs_that_say_where_to_write():
     released = sorted((ROOT / "course").glob("*/*.ipynb"))
-    stubs = [(nb, name, src) for nb in released for name, src in cuda_sources_in_notebook(nb)[0] if is_stub(src)]
+    stubs = [(nb, name, src) for nb in released for name, src in cuda_sources(nb)[0] if is_stub(src)]
     assert stubs, "the released notebooks should hold stubbed kernels"
     nb, name, src = stubs[0]
     with pytest.raises(NotImplementedYet, match=f"the CUDA kernel `{name}` is not written yet"):

@@ -1,11 +1,11 @@
 """`ladder check` on a machine with no GPU: the pipeline runs, grades what a CPU can grade, and says
-"no GPU" clearly instead of crashing. (On a GPU, tests/test_gpu.py covers the full verdicts.)"""
+"no GPU" clearly instead of crashing. (On a GPU, tests/notebooks/test_notebooks_gpu.py covers the full verdicts.)"""
 
 import pytest
 
 from conftest import HAS_GPU, ROOT, ladder_check
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; test_gpu.py covers GPUs")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; test_notebooks_gpu.py covers GPUs")]
 
 
 def test_solution_notebook_on_cpu_passes_napkin_cells_and_reports_no_gpu():

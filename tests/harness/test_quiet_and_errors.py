@@ -7,8 +7,8 @@ import warnings
 import pytest
 
 from grader.errors import CheckFailed, KernelLaunchError
-from grader.kernels import _as_kernel_arg, _dims
-from grader.quiet import captured_stderr
+from grader.cuda.kernels import as_kernel_arg as _as_kernel_arg, dims as _dims
+from grader.harness.quiet import captured_stderr
 
 
 def test_captures_warnings_python_stderr_and_fd2(capfd):

@@ -1,19 +1,20 @@
-"""Counting the multiply-adds tensor cores execute (grader.tccount) and chapter 4's verdict on the
+"""Counting the multiply-adds tensor cores execute (grader.cuda.tccount) and chapter 4's verdict on the
 count. The PTX is instrumented and assembled with ptxas on the CPU (the dev extra ships one); the
 counts themselves need a GPU."""
 
 import pytest
 
 from conftest import HAS_GPU, ROOT
-from grader import sass, tccount
+from grader.cuda import sass, tccount
+from grader.cuda.nvrtc import compile_cuda
 from grader.chapters import ch04, ch06
 from grader.errors import CheckFailed
-from grader.source import cuda_sources_in_notebook
+from grader.learner.cells import cuda_sources
 from submissions.build import launchers
 from submissions.wrong import dead_branch_mma
 
 SOLUTION = ROOT / "solutions/04_tensor_cores/04_tensor_cores.ipynb"
-SOURCES = dict(cuda_sources_in_notebook(SOLUTION)[0])
+SOURCES = dict(cuda_sources(SOLUTION)[0])
 DEAD_SRC = dead_branch_mma.CELLS["wmma-solution"].split('r"""', 1)[1].split('"""', 1)[0]
 
 
@@ -63,14 +64,13 @@ def test_instrumented_kernels_assemble_with_a_red_before_each_hmma(arch, source,
     """The instrumented PTX is valid (ptxas accepts it), and the machine code has the atomic adds."""
     if not tccount.ptxas_candidates():
         pytest.skip("no ptxas here (the dev extra's nvidia-cuda-nvcc-cu12 or Triton ships one)")
-    compiled = sass.compile_kernel(source, name, arch)
+    compiled = compile_cuda(source, name, arch)
     inst = tccount.instrument_ptx(compiled.ptx)
     assert inst.sites == sites == compiled.ptx.count("\twmma.mma.sync")
     cubin, refusals = tccount.assemble(inst.ptx, arch)
     assert cubin is not None, refusals
     disassembler = sass.find_disassembler()
-    if disassembler is None:
-        return
+    assert disassembler is not None, "no nvdisasm: the nvidia-cuda-nvdisasm dependency is missing"
     text = sass._run_disassembler(*disassembler, cubin)
     body = sass.parse_sass(text)[name]
     reds = [i for i in body if " RED" in i or "REDG" in i or " ATOM" in i]
@@ -85,7 +85,7 @@ NEED = ch04.COUNT_SIZE[0] * ch04.COUNT_SIZE[1] * ch04.COUNT_SIZE[2]
 
 
 def _counted(macs=None, uncounted=None, unweighed=None):
-    return {"macs": macs or {}, "uncounted": uncounted or {}, "unweighed": unweighed or {}}
+    return tccount.Tally(macs or {}, uncounted or {}, unweighed or {})
 
 
 def test_every_multiply_add_on_tensor_cores_passes():
@@ -159,16 +159,17 @@ def test_gpu_counts_nothing_for_an_mma_in_a_branch_that_never_runs():
 
 @pytest.mark.skipif(HAS_GPU, reason="CPU behaviour")
 def test_counting_restores_the_launcher_and_keeps_the_no_gpu_message():
+    from grader.cuda.kernels import load_kernel
     from grader.errors import NoGPUError
-    from grader.kernels import CudaKernel, load_kernel
 
-    before = CudaKernel.__call__
+    from grader.cuda import launches
+
     kernel = load_kernel(SOURCES["WMMA_GEMM_SRC"], "wmma_gemm")
     with pytest.raises(NoGPUError, match="cannot run `wmma_gemm`"):
         with tccount.counting() as tally:
-            assert CudaKernel.__call__ is not before
+            assert len(launches._HANDLERS) == 1
             kernel((1,), (32,), ())
-    assert CudaKernel.__call__ is before and tally.macs == {}
+    assert launches._HANDLERS == [] and tally.macs == {}
 
 
 # --------------------------------------------------------------------------------- Triton kernels
@@ -345,7 +346,7 @@ def test_gpu_counts_exactly_the_tiles_a_causal_flash_kernel_computes(name, tiles
     torch.cuda.synchronize()
     torch.testing.assert_close(out.double(), ch06.attention_reference(q.double(), k.double(), v.double(), True),
                                rtol=ch06.TOLERANCE[0], atol=ch06.TOLERANCE[1])
-    assert sum(tally.macs.values()) == B * H * tiles * 2 * rows * 64 * D, tally.as_dict()
+    assert sum(tally.macs.values()) == B * H * tiles * 2 * rows * 64 * D, tally
     assert not tally.uncounted and not tally.unweighed
     # The binaries used for timing are the usual ones again: no counter runs outside counting().
     out.fill_(float("nan"))

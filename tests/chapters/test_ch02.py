@@ -10,19 +10,23 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from conftest import HAS_GPU, ROOT, cells_by_id, ladder_check
-from grader.bars import bar_for
+from conftest import HAS_GPU, ROOT, cells_by_id, ladder_check, torch_kernel
+from grader.harness.bars import bar_for
 from grader.chapters import ch02
 from grader.errors import CheckFailed, NotImplementedYet
-from grader.exercise import check_correctness, measure_speed
-from grader.nvrtc import compile_for_archs
-from grader.source import cuda_sources_in_notebook, is_stub
-from grader.timing import CPUBackend
+from grader.harness.exercise import check_correctness, measure_speed
+from grader.cuda.nvrtc import compile_for_archs
+from grader.cuda.nvrtc import is_stub
+from grader.learner.cells import cuda_sources
+from grader.harness.timing import CPUBackend
 from submissions.build import build
 
 SOLUTION = ROOT / "solutions/02_coalescing/02_coalescing.ipynb"
 RELEASED = ROOT / "course/02_coalescing/02_coalescing.ipynb"
 CPU_SHAPES = [(1, 1), (1, 7), (7, 1), (33, 65), (64, 31)]
+
+
+@torch_kernel
 
 
 def torch_transpose(x, out):
@@ -52,6 +56,7 @@ def test_a_right_transpose_passes_on_every_awkward_shape(capsys):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_rounding_through_a_narrower_type_fails(dtype):
+    @torch_kernel
     def narrow(x, out):
         out.copy_(x.t().to(dtype).float())
 
@@ -60,6 +65,7 @@ def test_rounding_through_a_narrower_type_fails(dtype):
 
 
 def test_tolerance_is_zero_a_one_ulp_change_fails():
+    @torch_kernel
     def one_ulp_off(x, out):
         out.copy_(torch.nextafter(x.t(), torch.tensor(float("inf"))))
 
@@ -68,6 +74,7 @@ def test_tolerance_is_zero_a_one_ulp_change_fails():
 
 
 def test_unwritten_last_column_is_named_by_row_and_column():
+    @torch_kernel
     def misses_last_column(x, out):
         out[:, :-1] = x.t()[:, :-1]
 
@@ -79,6 +86,7 @@ def test_unwritten_last_column_is_named_by_row_and_column():
 
 
 def test_changing_the_input_is_caught():
+    @torch_kernel
     def zeroes_x(x, out):
         out.copy_(x.t())
         x.zero_()
@@ -152,18 +160,18 @@ def test_predictions_not_written_yet_say_so():
     with pytest.raises(NotImplementedYet, match="exercise 2.0 is not written yet"):
         ch02.check_sectors(_stub)
     with pytest.raises(NotImplementedYet, match="exercise 2.1 is not written yet"):
-        ch02.check_transpose_napkin(_stub, _stub)
+        ch02.check_napkin_math(_stub, _stub)
     with pytest.raises(NotImplementedYet, match="exercise 2.2 is not written yet"):
         ch02.check_bank_conflicts(_stub)
 
 
 def test_transpose_napkin_accepts_right_and_rejects_reads_only_and_seconds(capsys):
-    ch02.check_transpose_napkin(lambda r, c: 8 * r * c, lambda r, c, g: 8 * r * c / (g * 1e9) * 1e3)
+    ch02.check_napkin_math(lambda r, c: 8 * r * c, lambda r, c, g: 8 * r * c / (g * 1e9) * 1e3)
     assert "✓ 2.1" in capsys.readouterr().out
     with pytest.raises(CheckFailed, match=r"transpose_bytes\(8192, 8192\) \(hint.*\) = 268435456, expected 536870912"):
-        ch02.check_transpose_napkin(lambda r, c: 4 * r * c, lambda r, c, g: 1.0)
+        ch02.check_napkin_math(lambda r, c: 4 * r * c, lambda r, c, g: 1.0)
     with pytest.raises(CheckFailed, match=r"transpose_floor_ms\(8192, 8192, 3000.0\).*milliseconds"):
-        ch02.check_transpose_napkin(lambda r, c: 8 * r * c, lambda r, c, g: 8 * r * c / (g * 1e9))
+        ch02.check_napkin_math(lambda r, c: 8 * r * c, lambda r, c, g: 8 * r * c / (g * 1e9))
 
 
 def test_bank_conflicts_accepts_gcd_and_rejects_the_multiple_of_32_rule(capsys):
@@ -212,7 +220,7 @@ def test_stride_experiment_without_prediction_and_with_a_wrong_copy(fake_gpu, ca
 
 
 def test_gpu_helpers_without_a_gpu_print_and_return_none(monkeypatch, capsys):
-    import grader.exercise as exercise
+    import grader.harness.exercise as exercise
     monkeypatch.setattr(exercise, "gpu_or_reason", lambda: (False, "no GPU found (test)"))
     monkeypatch.setattr(ch02, "gpu_or_reason", lambda: (False, "no GPU found (test)"))
     assert ch02.plot_bandwidth_vs_stride(torch_transpose) is None
@@ -254,7 +262,7 @@ def test_figures_script_draws_every_figure():
         plt.close(draw())
     text = SOLUTION.read_text()
     for name in ("ch02_sectors", "ch02_transpose", "ch02_tile", "ch02_banks"):
-        assert (ROOT / f"assets/figures/{name}.png").is_file() and f"../../assets/figures/{name}.png" in text
+        assert (ROOT / f"assets/figures/{name}.png").is_file() and f"attachment:{name}.png" in text
 
 
 # ------------------------------------------------------------------------ notebooks and students
@@ -276,7 +284,7 @@ def test_solution_notebook_grades_nine_points_like_chapter_one():
     (("-DBLOCK_ROWS=32",), 32 * 33 * 4, 1),    # what the "one element per thread" cell measures
 ])
 def test_the_ingredient_cells_compile_the_variants_they_claim(options, tile_bytes, loads):
-    src = dict(cuda_sources_in_notebook(SOLUTION)[0])["TRANSPOSE_SRC"]
+    src = dict(cuda_sources(SOLUTION)[0])["TRANSPOSE_SRC"]
     (compiled,) = compile_for_archs(src, "transpose_tiled", ("sm_90",), options=options)
     assert f"tile[{tile_bytes}]" in compiled.ptx
     # The loop is unrolled: all of a thread's loads are separate instructions, issued back to back.
@@ -284,7 +292,7 @@ def test_the_ingredient_cells_compile_the_variants_they_claim(options, tile_byte
 
 
 def test_the_stretch_kernel_moves_16_bytes_per_instruction():
-    src = dict(cuda_sources_in_notebook(SOLUTION)[0])["TRANSPOSE_WIDE_SRC"]
+    src = dict(cuda_sources(SOLUTION)[0])["TRANSPOSE_WIDE_SRC"]
     (compiled,) = compile_for_archs(src, "transpose_wide", ("sm_90",))
     assert "ld.global.v4.f32" in compiled.ptx and "st.global.v4.f32" in compiled.ptx
 
@@ -295,8 +303,8 @@ STUDENTS = ("correct", "stub", "naive", "unpadded_tile", "one_per_thread_tile", 
 @pytest.mark.parametrize("name", STUDENTS)
 def test_every_student_builds_and_its_own_kernels_compile(name, tmp_path):
     import re
-    shipped = dict(cuda_sources_in_notebook(SOLUTION)[0])
-    sources, stray = cuda_sources_in_notebook(build("ch02", "02_coalescing", name, tmp_path / f"{name}.ipynb"))
+    shipped = dict(cuda_sources(SOLUTION)[0])
+    sources, stray = cuda_sources(build("ch02", "02_coalescing", name, tmp_path / f"{name}.ipynb"))
     assert not stray and {k for k, _ in sources} == set(shipped)
     for kernel, src in sources:
         if name == "stub" and kernel in ("TRANSPOSE_SRC", "TRANSPOSE_WIDE_SRC"):

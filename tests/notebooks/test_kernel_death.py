@@ -1,14 +1,14 @@
 """A notebook kernel that dies (or hangs past its timeout) costs the student only that cell.
 
 nbgrader 0.9.6 alone deletes the student's whole autograded notebook when the kernel dies
-(test_nbgrader_alone_loses_the_whole_notebook shows it). grader/nbexec.py's LadderExecute fails the
+(test_nbgrader_alone_loses_the_whole_notebook shows it). grader/notebooks/nbexec.py's LadderExecute fails the
 one cell, starts a fresh kernel, re-runs the cells before it and carries on; `ladder grade` (through
 settings.configure_nbgrader) and `ladder check` (nbrun) both use it.
 
 How these tests were checked against the workaround's removal: with the
 `c.Autograde.autograde_preprocessors` line of settings.configure_nbgrader commented out (nbgrader's
 stock pipeline), test_autograde_runs_ladder_execute and both `ladder grade` tests fail (`ladder
-grade` exits non-zero; killer's autograded notebook and feedback do not exist). With grader/nbrun.py
+grade` exits non-zero; killer's autograded notebook and feedback do not exist). With grader/notebooks/check.py
 put back to its plain-NotebookClient version (git HEAD before this change), the `ladder check` test
 fails: fusion-napkin-test is "not-run" instead of "fail", as is every cell after the death.
 """
@@ -27,8 +27,8 @@ from traitlets.config import Config
 from conftest import HAS_GPU, ROOT, ladder_check_one
 from submissions.build import build
 
-from grader import nbexec
-from grader.nbexec import DIED, NOT_RUN, TIMED_OUT, LadderExecute
+from grader.notebooks import nbexec
+from grader.notebooks.nbexec import DIED, NOT_RUN, TIMED_OUT, LadderExecute
 
 DIE = "import os\nos._exit(7)"
 
@@ -178,7 +178,7 @@ def test_autograde_runs_ladder_execute():
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 
-    from grader.settings import configure_nbgrader
+    from grader.notebooks.settings import configure_nbgrader
 
     c = Config()
     configure_nbgrader(c)
@@ -196,7 +196,8 @@ def graded(tmp_path_factory):
     for name in ("killer", "correct"):
         build("ch01", "01_vector_add", name, tmp / "submissions" / f"{name}.ipynb")
     # In the notebook's kernel (--in-kernel): the killer's own kernel runs its test cells, so the cell
-    # whose kernel died loses its point. Isolated grading (the default) is tests/test_class.py.
+    # whose kernel died loses its point. Isolated grading (the default) is tests/notebooks/test_grading.py,
+    # which expects the same score for the killer: 13 of 14 on a GPU, 1 of 2 on a CPU.
     proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(tmp / "submissions"), "--in-kernel",
                            "--assignment", "01_vector_add", "--workspace", str(tmp / "ws")],
                           capture_output=True, text=True, cwd=ROOT, timeout=1800)
@@ -244,24 +245,18 @@ def test_grade_writes_the_dying_notebook_and_its_feedback(graded):
 def test_nbgrader_alone_loses_the_whole_notebook(tmp_path):
     """Why the workaround exists: nbgrader's stock pipeline on the same student removes the
     autograded notebook and records no point. If this starts failing, nbgrader changed its
-    failure path and grader/nbexec.py should be looked at again."""
+    failure path and grader/notebooks/nbexec.py should be looked at again."""
     import shutil
 
     from nbgrader.apps import NbGraderAPI
     from nbgrader.converters import Autograde
 
-    from grader.release import nbgrader_env
-    from grader.settings import configure_nbgrader
+    from grader.notebooks.grading import workspace_config
 
     ws = tmp_path / "ws"
     shutil.copytree(ROOT / "solutions/01_vector_add", ws / "source/01_vector_add")
     build("ch01", "01_vector_add", "killer", ws / "submitted/killer/01_vector_add/01_vector_add.ipynb")
-    nbgrader_env()
-    c = Config()
-    configure_nbgrader(c, root=str(ws))
-    c.CourseDirectory.source_directory = "source"
-    c.CourseDirectory.release_directory = "release"
-    c.CourseDirectory.db_url = f"sqlite:///{ws / 'gradebook.db'}"
+    c = workspace_config(ws)   # the course's own configuration, then nbgrader's stock executor
     c.Autograde.autograde_preprocessors = Autograde.class_traits()["autograde_preprocessors"].default()
     api = NbGraderAPI(config=c)
     assert api.generate_assignment("01_vector_add", force=True, create=True)["success"]

@@ -14,8 +14,8 @@ import textwrap
 import pytest
 import torch
 
-from conftest import HAS_GPU, ROOT, ladder_check_one
-from grader import correctness
+from conftest import HAS_GPU, ROOT, ladder_check_one, torch_kernel
+from grader.harness import correctness
 from grader.chapters import ch06
 from grader.errors import CheckFailed, NoGPUError, NotImplementedYet
 from submissions.build import build
@@ -31,13 +31,14 @@ def _cells(path=SOLUTION) -> dict:
 @pytest.fixture
 def no_gpu(monkeypatch):
     """Behave as on a machine without a GPU, also where there is one."""
-    import grader.exercise as exercise
+    import grader.harness.exercise as exercise
 
     reason = lambda: (False, "no GPU found (test)")  # noqa: E731
     monkeypatch.setattr(exercise, "gpu_or_reason", reason)
     monkeypatch.setattr(ch06, "gpu_or_reason", reason)
 
 
+@torch_kernel
 def torch_attention(q, k, v, out, causal):
     """A correct launcher without Triton: exercises the checks, not a kernel."""
     out.copy_(ch06.attention_reference(q.double(), k.double(), v.double(), causal))
@@ -58,14 +59,14 @@ def test_flop_counts():
 def test_napkin_check_accepts_right_and_names_the_wrong_call(capsys):
     right_bytes = lambda b, h, n, e: b * h * n * n * e  # noqa: E731
     right_flops = lambda b, h, n, d: 4 * b * h * n * n * d  # noqa: E731
-    ch06.check_napkin(right_bytes, right_flops)
+    ch06.check_napkin_math(right_bytes, right_flops)
     assert "✓ 6.0" in capsys.readouterr().out
     with pytest.raises(CheckFailed, match=r"attention_flops\(1, 1, 1, 64\).*two matmuls.*expected 256"):
-        ch06.check_napkin(right_bytes, lambda b, h, n, d: 2 * b * h * n * n * d)
+        ch06.check_napkin_math(right_bytes, lambda b, h, n, d: 2 * b * h * n * n * d)
     with pytest.raises(CheckFailed, match=r"score_bytes\(4, 16, 4096, 2\).*every batch and head"):
-        ch06.check_napkin(lambda b, h, n, e: h * n * n * e, right_flops)
+        ch06.check_napkin_math(lambda b, h, n, e: h * n * n * e, right_flops)
     with pytest.raises(NotImplementedYet, match="6.0 is not written yet"):
-        ch06.check_napkin(stub, right_flops)
+        ch06.check_napkin_math(stub, right_flops)
 
 
 def test_memory_budget_grows_like_n_and_excludes_scores():
@@ -168,13 +169,14 @@ def test_tiled_attention_check(capsys):
 
 def test_correctness_on_cpu_uses_small_sizes_and_leaves_out_large_ones(no_gpu, capsys):
     ch06.check_attention(torch_attention, trials=1)
-    ch06.check_hidden(torch_attention)
+    ch06.check_attention(torch_attention, ch06.HIDDEN_SIZES, trials=1)
     out = capsys.readouterr().out
     assert "N=64" in out and "N=16,384" in out and "larger sizes left out" in out
     assert "N=4,097" not in out.split("left out")[0]
 
 
 def test_a_wrong_causal_mask_is_caught(no_gpu):
+    @torch_kernel
     def off_by_one(q, k, v, out, causal):
         n = q.shape[-2]
         s = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
@@ -195,7 +197,7 @@ def test_without_a_gpu_speed_and_memory_say_so_and_stubs_say_not_written(no_gpu,
         ch06.check_causal_speed(torch_attention)
     for check in (ch06.check_attention_memory, ch06.check_attention_speed, ch06.check_causal_speed,
                   ch06.check_attention):
-        with pytest.raises(NotImplementedYet, match="its Triton kernel in the code cell under 'Exercise 6'"):
+        with pytest.raises(NotImplementedYet, match="and its kernel in the code cell under 'Exercise 6'"):
             check(stub)
     assert ch06.check_attention_stretch(torch_attention) is None
     assert ch06.check_attention_stretch(stub) is None
@@ -212,7 +214,7 @@ def test_triton_failures_with_a_known_cause_get_a_message(no_gpu):
     def kernel_stub(*args):
         raise CompilationError("at 3:4:\n    raise NotImplementedError()\nunsupported AST node type: Raise")
 
-    with pytest.raises(NotImplementedYet, match="still holds the stub"):
+    with pytest.raises(NotImplementedYet, match="still the released stub"):
         ch06.bind(kernel_stub, False)(None, None, None, None)
 
     def imported_too_early(*args):
@@ -223,6 +225,7 @@ def test_triton_failures_with_a_known_cause_get_a_message(no_gpu):
 
 
 def test_backward_check_with_autograd_and_when_not_attempted(no_gpu, capsys):
+    @torch_kernel
     def backward(q, k, v, out, dout, dq, dk, dv, causal):
         for dst, grad in zip((dq, dk, dv), ch06.backward_reference(q, k, v, dout, causal)):
             dst.copy_(grad)
@@ -232,8 +235,10 @@ def test_backward_check_with_autograd_and_when_not_attempted(no_gpu, capsys):
     out = capsys.readouterr().out
     assert "✓ backward pass" in out and "not attempted yet" in out
 
+    @torch_kernel
     def no_scale(q, k, v, out, dout, dq, dk, dv, causal):
-        backward(q, k, v, out, dout, dq, dk, dv, causal)
+        for dst, grad in zip((dq, dk, dv), ch06.backward_reference(q, k, v, dout, causal)):
+            dst.copy_(grad)
         dq.mul_(math.sqrt(q.shape[-1]))
 
     with pytest.raises(CheckFailed, match="dq: wrong result"):
@@ -280,7 +285,7 @@ def outcome(check, *args):
 solution = launchers("ch06", "correct", ["attention-solution", "backward-solution"])
 found = {
     "visible": outcome(ch06.check_attention, solution["attention"]),
-    "hidden": outcome(ch06.check_hidden, solution["attention"]),
+    "hidden": outcome(lambda f: ch06.check_attention(f, ch06.HIDDEN_SIZES, trials=1), solution["attention"]),
     "backward": outcome(ch06.check_attention_backward, solution["attention_backward"]),
     "speed": outcome(ch06.check_attention_speed, solution["attention"]),
     "memory": outcome(ch06.check_attention_memory, solution["attention"]),
@@ -317,7 +322,7 @@ def test_solution_and_students_under_the_triton_interpreter():
     assert found["memory"].startswith("NoGPUError: no GPU: memory not measured"), found["memory"]
     assert found["naive_triton"] == "pass" and found["no_skip"] == "pass", found
     assert found["wrong"].startswith("CheckFailed") and "wrong result" in found["wrong"], found["wrong"]
-    assert found["kernel_stub"].startswith("NotImplementedYet") and "still holds the stub" in found["kernel_stub"]
+    assert found["kernel_stub"].startswith("NotImplementedYet") and "write `attention(q, k, v, out, causal)` and its kernel" in found["kernel_stub"]
 
 
 EARLY_IMPORT = r"""

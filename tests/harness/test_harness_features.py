@@ -7,10 +7,11 @@ import dataclasses
 import pytest
 import torch
 
-from grader import plots
+from conftest import torch_kernel
+from grader.harness import plots
 from grader.errors import CheckFailed, NoGPUError
-from grader.exercise import Exercise, check_correctness, check_speed, measure_speed
-from grader.timing import Comparison, CPUBackend, Timing
+from grader.harness.exercise import Exercise, check_correctness, check_speed, measure_speed
+from grader.harness.timing import Comparison, CPUBackend, Timing
 
 
 def _mm_inputs(size, gen, dev):
@@ -36,9 +37,9 @@ MATMUL = Exercise(
 
 
 def test_flop_counted_result_reports_tflops():
-    result = check_speed(MATMUL, lambda a, b, out: torch.mm(a, b, out=out), device="cpu",
-                         backend=CPUBackend(0.005), size=(64, 32, 16), verbose=False)
-    assert result.unit == "TFLOP/s" and result.flops == 2 * 64 * 32 * 16
+    result = check_speed(MATMUL, torch_kernel(lambda a, b, out: torch.mm(a, b, out=out)), device="cpu",
+                         backend=CPUBackend(0.005), size=(256, 192, 128), verbose=False)
+    assert result.unit == "TFLOP/s" and result.flops == 2 * 256 * 192 * 128
     assert result.rate() == pytest.approx(result.flops / (result.ms * 1e-3) / 1e12)
     assert "TFLOP/s" in result.report() and "GB/s" not in result.report()
 
@@ -49,7 +50,7 @@ def test_tolerance_is_chosen_per_size():
     assert plain.tolerance_for((4, 4, 1000)) == (1e-5, 1e-5)
     # An error far above the per-size tolerance is still caught.
     with pytest.raises(CheckFailed, match="wrong"):
-        check_correctness(MATMUL, lambda a, b, out: out.copy_((a @ b) + 1.0), sizes=[(8, 8, 8)], device="cpu",
+        check_correctness(MATMUL, torch_kernel(lambda a, b, out: out.copy_((a @ b) + 1.0)), sizes=[(8, 8, 8)], device="cpu",
                           verbose=False)
 
 
@@ -71,19 +72,20 @@ def test_speed_check_with_alternative_baselines_names_the_one_used():
 
     ex = dataclasses.replace(MATMUL, baseline=slow_mm, baseline_name="slow torch",
                              baseline_alternatives={"torch.mm": lambda a, b, out: torch.mm(a, b, out=out)})
-    result = measure_speed(ex, lambda a, b, out: torch.mm(a, b, out=out), device="cpu",
+    result = measure_speed(ex, torch_kernel(lambda a, b, out: torch.mm(a, b, out=out)), device="cpu",
                            backend=CPUBackend(0.005), size=(64, 64, 64))
     assert result.baseline_name == "torch.mm" and "slow torch" in result.others
     assert result.speedup < 3, "measured against the fast baseline, not the slow one"
 
 
 def test_cpu_mode_checks_correctness_on_cpu_and_refuses_speed(monkeypatch):
-    import grader.exercise as exercise
+    import grader.harness.exercise as exercise
 
     monkeypatch.setattr(exercise, "gpu_or_reason", lambda: (False, "no GPU found (test)"))
     ex = dataclasses.replace(MATMUL, cpu_sizes=((3, 5, 7), (16, 1, 9)))
     seen = []
 
+    @torch_kernel
     def mm(a, b, out):
         seen.append((a.device.type, tuple(a.shape)))
         torch.mm(a, b, out=out)
@@ -95,18 +97,18 @@ def test_cpu_mode_checks_correctness_on_cpu_and_refuses_speed(monkeypatch):
 
 
 def test_cuda_exercises_without_cpu_mode_still_say_no_gpu(monkeypatch):
-    import grader.exercise as exercise
+    import grader.harness.exercise as exercise
 
     monkeypatch.setattr(exercise, "gpu_or_reason", lambda: (False, "no GPU found (test)"))
     with pytest.raises(NoGPUError, match="no GPU found"):
-        check_correctness(MATMUL, lambda a, b, out: torch.mm(a, b, out=out), verbose=False)
+        check_correctness(MATMUL, torch_kernel(lambda a, b, out: torch.mm(a, b, out=out)), verbose=False)
 
 
 def test_results_plot_draws_rates_and_refuses_mixed_units():
     import matplotlib
     matplotlib.use("Agg")
-    flop = check_speed(MATMUL, lambda a, b, out: torch.mm(a, b, out=out), device="cpu",
-                       backend=CPUBackend(0.005), size=(32, 32, 32), verbose=False)
+    flop = check_speed(MATMUL, torch_kernel(lambda a, b, out: torch.mm(a, b, out=out)), device="cpu",
+                       backend=CPUBackend(0.005), size=(256, 256, 256), verbose=False)
     fig = plots.plot_results(flop, None, title="toy")
     assert fig is not None and "TFLOP/s" in fig.axes[0].get_ylabel()
     gb = dataclasses.replace(flop, flops=None)

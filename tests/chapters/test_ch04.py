@@ -7,17 +7,18 @@ import pytest
 import torch
 
 from conftest import HAS_GPU, ROOT, ladder_check_one
-from grader import sass
+from grader.cuda import sass
+from grader.cuda.nvrtc import compile_cuda
 from grader.chapters import ch04
-from grader.correctness import compare
+from grader.harness.correctness import compare
 from grader.errors import CheckFailed, KernelCompileError, LadderError, NotImplementedYet
-from grader.kernels import CudaKernel, load_kernel
-from grader.source import cuda_sources_in_notebook
+from grader.cuda.kernels import CudaKernel, load_kernel
+from grader.learner.cells import cuda_sources
 from submissions.build import build, launchers
 
 SOLUTION = ROOT / "solutions/04_tensor_cores/04_tensor_cores.ipynb"
 RELEASE = ROOT / "course/04_tensor_cores/04_tensor_cores.ipynb"
-SOURCES = dict(cuda_sources_in_notebook(SOLUTION)[0])
+SOURCES = dict(cuda_sources(SOLUTION)[0])
 FMA_SRC = SOURCES["FMA_GEMM_SRC"]
 
 
@@ -32,7 +33,7 @@ def no_disassembler(monkeypatch):
 # ------------------------------------------------------------------------------ napkin math
 
 def test_flops_napkin_accepts_the_right_answer(capsys):
-    ch04.check_flops_napkin(lambda m, n, k: 2 * m * n * k, lambda f, t: f / (t * 1e12) * 1e3)
+    ch04.check_napkin_math(lambda m, n, k: 2 * m * n * k, lambda f, t: f / (t * 1e12) * 1e3)
     assert "✓ 4.0" in capsys.readouterr().out
 
 
@@ -43,26 +44,26 @@ def test_flops_napkin_accepts_the_right_answer(capsys):
 ])
 def test_flops_napkin_rejects_wrong_answers_with_a_hint(flops, floor, message):
     with pytest.raises(CheckFailed, match=message):
-        ch04.check_flops_napkin(flops, floor)
+        ch04.check_napkin_math(flops, floor)
 
 
 def test_intensity_napkin_accepts_right_and_rejects_wrong():
     right_fpb = lambda tm, tn: tm * tn / (tm + tn)  # noqa: E731
     right_bytes = lambda m, n, k, tm, tn: 2 * (m * k * (n // tn) + k * n * (m // tm))  # noqa: E731
-    ch04.check_intensity_napkin(right_fpb, right_bytes)
+    ch04.check_intensity(right_fpb, right_bytes)
     with pytest.raises(CheckFailed, match=r"flops_per_byte\(16, 16\) \(hint.*\) = 16.0, expected 8.0"):
-        ch04.check_intensity_napkin(lambda tm, tn: 2 * tm * tn / (tm + tn), right_bytes)   # halves, not bytes
+        ch04.check_intensity(lambda tm, tn: 2 * tm * tn / (tm + tn), right_bytes)   # halves, not bytes
     with pytest.raises(CheckFailed, match=r"global_bytes\(4096, 4096, 4096, 16, 16\)"):
-        ch04.check_intensity_napkin(right_fpb, lambda m, n, k, tm, tn: m * k * (n // tn) + k * n * (m // tm))
+        ch04.check_intensity(right_fpb, lambda m, n, k, tm, tn: m * k * (n // tn) + k * n * (m // tm))
 
 
 def test_napkin_stubs_say_not_written_yet():
     def stub(*args):
         raise NotImplementedError()
     with pytest.raises(NotImplementedYet, match="exercise 4.0 is not written yet"):
-        ch04.check_flops_napkin(stub, stub)
+        ch04.check_napkin_math(stub, stub)
     with pytest.raises(NotImplementedYet, match="exercise 4.1 is not written yet"):
-        ch04.check_intensity_napkin(stub, stub)
+        ch04.check_intensity(stub, stub)
 
 
 # ------------------------------------------------------------------------------- tolerance
@@ -175,10 +176,10 @@ def test_ptx_of_takes_the_kernel_and_the_functions_it_calls():
 
 def test_solution_ptx_contains_mma_for_sm80_and_sm90():
     for arch in ("sm_80", "sm_90"):
-        compiled = sass.compile_kernel(SOURCES["WMMA_GEMM_SRC"], "wmma_gemm", arch)
+        compiled = compile_cuda(SOURCES["WMMA_GEMM_SRC"], "wmma_gemm", arch)
         ptx, _ = sass.ptx_of(compiled.ptx, "wmma_gemm")
         assert "wmma.mma.sync" in ptx and f".target {arch}" in compiled.ptx
-        assert "wmma.mma.sync" in sass.compile_kernel(SOURCES["WMMA_GEMM_ASYNC_SRC"], "wmma_gemm_async", arch).ptx
+        assert "wmma.mma.sync" in compile_cuda(SOURCES["WMMA_GEMM_ASYNC_SRC"], "wmma_gemm_async", arch).ptx
 
 
 def test_ptx_fallback_without_a_disassembler(no_disassembler):
@@ -202,16 +203,17 @@ def test_sass_shows_hmma_for_wmma_and_ffma_for_fma():
 
 def test_compiling_through_cupys_nvrtc_when_cuda_bindings_is_missing(monkeypatch):
     pytest.importorskip("cupy_backends.cuda.libs.nvrtc")
-    import grader.nvrtc
-    monkeypatch.setattr(grader.nvrtc, "nvrtc_available", lambda: (False, "no cuda-bindings (test)"))
-    sass.compile_kernel.cache_clear()
+    from grader.cuda import nvrtc
+
+    monkeypatch.setattr(nvrtc, "binding", lambda: nvrtc._CupyBinding())
+    nvrtc.compile_cuda.cache_clear()
     try:
-        compiled = sass.compile_kernel(SOURCES["WMMA_GEMM_SRC"], "wmma_gemm", "sm_80")
-        assert sass.compiler()[0].endswith("(CuPy)") and "wmma.mma.sync" in compiled.ptx and compiled.cubin
+        compiled = nvrtc.compile_cuda(SOURCES["WMMA_GEMM_SRC"], "wmma_gemm", "sm_80")
+        assert compiled.binding.endswith("(CuPy)") and "wmma.mma.sync" in compiled.ptx and compiled.cubin
         with pytest.raises(KernelCompileError, match='kernel line 3: error: identifier "nope" is undefined'):
-            sass.compile_kernel('extern "C" __global__ void k(float* o)\n{\n    o[0] = nope;\n}\n', "k", "sm_80")
+            nvrtc.compile_cuda('extern "C" __global__ void k(float* o)\n{\n    o[0] = nope;\n}\n', "k", "sm_80")
     finally:
-        sass.compile_kernel.cache_clear()
+        nvrtc.compile_cuda.cache_clear()
 
 
 # ---------------------------------------------------------------------- the tensor-core check

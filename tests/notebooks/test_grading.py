@@ -1,11 +1,14 @@
-"""A whole class autograded through `ladder grade` (isolated, its default): no student loses a grade
-to another's crash, hang or cheat, and no student loses more than the exercises they broke.
+"""A whole class autograded through `ladder grade` (isolated, its default), end to end through nbgrader:
+synthetic students in, grades, feedback and a CSV out. No student loses a grade to another's crash,
+hang or cheat, and no student loses more than the exercises they broke.
 
-Seven synthetic chapter-1 students (tests/submissions/ch01): correct, wrong, killer (the notebook
-kernel dies in one cell), crasher (an illegal memory access in 1a), hanger (a 1a kernel that never
-ends), cheater (torch computes 1a's answer) and tampered (test cells deleted and edited). Time
-limits are short here so that the hanging student costs seconds, not the default minutes.
-LADDER_CLASS=correct,hanger,... grades only those students (a shorter run on a GPU).
+Nine synthetic chapter-1 students (tests/submissions/ch01), graded in one run: correct, wrong,
+stub (the released notebook), compile_error, killer (the notebook kernel dies in one cell), crasher
+(an illegal memory access in 1a), hanger (a 1a kernel that never ends), cheater (torch computes 1a's
+answer) and tampered (test cells deleted and edited). Time limits are short here so that the hanging
+student costs seconds, not the default minutes. LADDER_CLASS=correct,hanger,... grades only those
+students (a shorter run on a GPU). On a CPU only the napkin-math cells can earn points, which is enough
+to tell the students apart.
 """
 
 import csv
@@ -21,16 +24,21 @@ from submissions.build import build
 
 pytestmark = pytest.mark.slow
 
-ALL = ("correct", "wrong", "killer", "crasher", "hanger", "cheater", "tampered")
+ALL = ("correct", "wrong", "stub", "compile_error", "killer", "crasher", "hanger", "cheater", "tampered")
 STUDENTS = tuple(s for s in os.environ.get("LADDER_CLASS", ",".join(ALL)).split(",") if s in ALL)
 ONE_A = ("vector-add-visible", "vector-add-hidden", "vector-add-speed")
 
 # Full marks are 14; 1a's three cells are 6 points; the napkin cells 1 point each.
-# The killer's notebook kernel dies after its fusion napkin cell defines both functions: the cell's
-# output says so, but the isolated check runs the cell's definitions in its own worker (bare calls
-# such as `os._exit(1)` are left out there), so its functions are graded and earn their point.
-GPU_SCORES = {"correct": 14, "wrong": 1, "killer": 14, "crasher": 8, "hanger": 8, "cheater": 8, "tampered": 12}
-CPU_SCORES = {"correct": 2, "wrong": 1, "killer": 2, "crasher": 2, "hanger": 2, "cheater": 2, "tampered": 0}
+# wrong: only 1.1 (1.0, 1a and 1b are wrong). compile_error: everything but 1a's three cells.
+# tampered: kernels right, both napkin cells wrong on the original tests (restored and re-added).
+# The killer's notebook kernel dies in its fusion napkin cell, after the cell defined both functions:
+# in the notebook, the fresh kernel that carries on never has them, and the isolated check leaves that
+# cell out for the same reason (grader.notebooks.nbexec passes on how each cell ended), so its test
+# scores 0 on both paths, as tests/notebooks/test_kernel_death.py's in-kernel grading of the same student does.
+GPU_SCORES = {"correct": 14, "wrong": 1, "stub": 0, "compile_error": 8, "killer": 13, "crasher": 8, "hanger": 8,
+              "cheater": 8, "tampered": 12}
+CPU_SCORES = {"correct": 2, "wrong": 1, "stub": 0, "compile_error": 2, "killer": 1, "crasher": 2, "hanger": 2,
+              "cheater": 2, "tampered": 0}
 # Why 1a fails, for the students who broke it on purpose (on a GPU; without one every GPU cell says no-gpu).
 GPU_REASONS = {"crasher": "crashed", "hanger": "timed-out", "cheater": "library-compute"}
 
@@ -46,6 +54,11 @@ def graded(tmp_path_factory):
                            "--assignment", "01_vector_add", "--workspace", str(tmp / "ws")],
                           capture_output=True, text=True, cwd=ROOT, timeout=3600, env=env)
     return tmp / "ws", proc
+
+
+def _scores(ws) -> dict:
+    with open(ws / "grades.csv") as fh:
+        return {row["student_id"]: float(row["score"]) for row in csv.DictReader(fh)}
 
 
 def _cells(ws, student) -> dict:
@@ -65,18 +78,17 @@ def _cells(ws, student) -> dict:
 def test_every_student_gets_exactly_the_points_of_the_exercises_they_did_not_break(graded):
     ws, proc = graded
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    with open(ws / "grades.csv") as fh:
-        scores = {row["student_id"]: float(row["score"]) for row in csv.DictReader(fh)}
     expected = GPU_SCORES if HAS_GPU else CPU_SCORES
-    assert scores == {s: expected[s] for s in STUDENTS}, proc.stdout[-3000:]
+    assert _scores(ws) == {s: expected[s] for s in STUDENTS}, proc.stdout[-3000:]
+    with open(ws / "grades.csv") as fh:
+        assert {float(r["max_score"]) for r in csv.DictReader(fh)} == {14.0}
 
 
 def test_the_correct_student_loses_nothing_to_the_others(graded):
     if "correct" not in STUDENTS:
         pytest.skip("correct is not in LADDER_CLASS")
     ws, _ = graded
-    cells = _cells(ws, "correct")
-    lost = {gid: err for gid, (p, err) in cells.items() if p == 0 and "no GPU found" not in err}
+    lost = {gid: err for gid, (p, err) in _cells(ws, "correct").items() if p == 0 and "no GPU found" not in err}
     assert not lost, lost
 
 
@@ -104,16 +116,37 @@ def test_without_a_gpu_every_gpu_cell_says_so(graded):
             assert points == 0 and "[reason: no-gpu]" in err, (student, gid, err)
 
 
+@pytest.mark.skipif(HAS_GPU, reason="CPU expectations")
+def test_feedback_says_no_gpu_and_quotes_compile_errors(graded):
+    ws, _ = graded
+    if not {"correct", "compile_error", "stub"} <= set(STUDENTS):
+        pytest.skip("correct, compile_error and stub are not all in LADDER_CLASS")
+    correct = (ws / "feedback/correct/01_vector_add/01_vector_add.html").read_text()
+    assert "no GPU found" in correct and "What still works without a GPU" in correct
+    broken = (ws / "feedback/compile_error/01_vector_add/01_vector_add.html").read_text()
+    assert "did not compile" in broken and 'identifier "idx" is undefined' in broken
+    stub = (ws / "feedback/stub/01_vector_add/01_vector_add.html").read_text()
+    assert "not written yet" in stub
+
+
 def test_the_dying_kernel_and_the_deleted_tests_are_reported(graded):
     ws, proc = graded
     if "killer" in STUDENTS:
         assert "killer" in proc.stdout and "the notebook's kernel died" in proc.stdout
+    for student in STUDENTS:
+        assert (ws / "feedback" / student / "01_vector_add" / "01_vector_add.html").is_file(), student
     if "tampered" not in STUDENTS:
         pytest.skip("tampered is not in LADDER_CLASS")
     nb = json.loads((ws / "autograded/tampered/01_vector_add/01_vector_add.ipynb").read_text())
     sources = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in nb["cells"]
                if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
-    assert "check_napkin_math" in sources["napkin-test"]
-    assert "check_fusion_napkin" in sources["fusion-napkin-test"]
-    for student in STUDENTS:
-        assert (ws / "feedback" / student / "01_vector_add" / "01_vector_add.html").is_file(), student
+    assert "check_napkin_math" in sources["napkin-test"], "the deleted test cell was added back"
+    assert "check_fusion_napkin_math" in sources["fusion-napkin-test"], "the edited test cell was restored"
+
+
+def test_submitted_tree_layout_is_accepted(tmp_path):
+    from grader.notebooks.grading import collect_submissions
+    nb = tmp_path / "submitted" / "alice" / "01_vector_add" / "01_vector_add.ipynb"
+    nb.parent.mkdir(parents=True)
+    nb.write_text("{}")
+    assert collect_submissions(tmp_path / "submitted", "01_vector_add", "01_vector_add.ipynb") == {"alice": nb}

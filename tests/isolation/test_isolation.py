@@ -1,7 +1,7 @@
-"""The isolation layer's mechanics, on a CPU (Triton interpreter): grader/isolate.py, verify.py, worker.py,
-remote.py. The exploit suite (test_exploits.py) covers the cheats one by one; this file covers what
-every check relies on: the learner's cells, the verdict channel, guard bands, the worker's facts, and
-timed batches with sampled re-checks."""
+"""The isolation layer's mechanics, on a CPU (Triton interpreter): grader.isolation's isolate, verifier,
+worker and remote. The exploit suite (test_exploits.py) covers the cheats one by one; this file covers
+what every check relies on: the learner's cells, the verdict channel, guard bands, the worker's facts,
+and timed batches with sampled re-checks."""
 
 from __future__ import annotations
 
@@ -9,18 +9,20 @@ import pytest
 import torch
 
 from conftest import ROOT
-from grader import correctness, isolate
 from grader.errors import CheckFailed
+from grader.harness import correctness
+from grader.isolation import isolate
+from grader.learner import cells as nbcells
 
 CH05 = ROOT / "solutions" / "05_triton_matmul" / "05_triton_matmul.ipynb"
 
 
 def test_learner_cells_are_setup_and_solution_cells_before_the_test():
-    names = [n for n, _ in isolate.learner_cells(CH05, "matmul-visible")]
+    names = [n for n, _ in nbcells.learner_cells(CH05, "matmul-visible")]
     assert names[0] == "setup"
     assert names[1:] == ["napkin-solution", "grouped-solution", "matmul-solution"]
     assert "fused-solution" not in names
-    assert "### BEGIN HIDDEN TESTS" in isolate.test_source(CH05, "matmul-hidden")
+    assert "### BEGIN HIDDEN TESTS" in nbcells.test_source(CH05, "matmul-hidden")
 
 
 def test_guard_bands_catch_writes_on_either_side():
@@ -38,8 +40,8 @@ def test_guard_bands_catch_writes_on_either_side():
 
 
 def _check(extra: str, cell: str = "matmul-visible", **kw) -> isolate.Verdict:
-    cells = isolate.learner_cells(CH05, cell) + [("student", extra)]
-    return isolate.check_sources(cells, isolate.test_source(CH05, cell), cell, **kw)
+    cells = nbcells.learner_cells(CH05, cell) + [("student", extra)]
+    return isolate.check_sources(cells, nbcells.test_source(CH05, cell), cell, **kw)
 
 
 @pytest.mark.slow
@@ -65,7 +67,7 @@ def test_a_worker_reply_cannot_run_code_in_the_verifier():
 
     from multiprocessing.reduction import ForkingPickler
 
-    from grader.remote import safe_loads
+    from grader.isolation.remote import safe_loads
 
     with pytest.raises(pickle.UnpicklingError, match="refused"):
         safe_loads(pickle.dumps(os.system))
@@ -77,15 +79,17 @@ def test_a_worker_reply_cannot_run_code_in_the_verifier():
     with pytest.raises(pickle.UnpicklingError):
         safe_loads(pickle.dumps(Evil()))
     t = torch.arange(6.0).reshape(2, 3)
-    back = safe_loads(bytes(ForkingPickler.dumps(("ok", (t, {"launches": ["k"]})))))
-    assert torch.equal(back[1][0], t) and back[1][1] == {"launches": ["k"]}
+    from grader.isolation.messages import Called, Facts
+
+    back = safe_loads(bytes(ForkingPickler.dumps(Called(t, Facts(launches=["k"])))))
+    assert torch.equal(back.result, t) and back.facts == Facts(launches=["k"])
 
 
 @pytest.mark.slow
 def test_patching_the_grader_in_a_cell_changes_nothing():
     # The verifier imports its own grader; the worker's patched copy is reported, not obeyed.
     v = _check("import grader.chapters.ch05 as c\n"
-               "import grader.exercise as e\n"
+               "import grader.harness.exercise as e\n"
                "c.check_matmul = lambda *a, **k: None\n"
                "e.check_correctness = lambda *a, **k: None\n"
                "def matmul(a, b, out):\n"
@@ -105,11 +109,11 @@ def test_a_cell_that_fails_to_define_things_is_reported_with_its_line():
 def test_timed_batches_on_a_cpu_recheck_outputs_and_count_launches():
     """measure_speed through a worker on the CPU: rotating sets, re-checks, and a cache that skips work."""
     from grader.chapters import ch05
-    from grader.exercise import measure_speed
-    from grader.remote import RemoteFunction, WorkerHandle
-    from grader.timing import BatchBackend
+    from grader.harness.exercise import measure_speed
+    from grader.isolation.remote import RemoteFunction, WorkerHandle
+    from grader.harness.timing import BatchBackend
 
-    cells = isolate.learner_cells(CH05, "matmul-visible")
+    cells = nbcells.learner_cells(CH05, "matmul-visible")
     cache = ("_real = matmul\n_seen = {}\n"
              "def matmul(a, b, out):\n"
              "    key = (a.data_ptr(), float(a[0, 0]), float(b[0, 0]))\n"
@@ -119,20 +123,20 @@ def test_timed_batches_on_a_cpu_recheck_outputs_and_count_launches():
              "    _seen[key] = True\n")
     size = (32, 32, 32)
     backend = BatchBackend(target_ms=5, batches=2, device="cpu")
-    handle = WorkerHandle(False)
+    handle = WorkerHandle()
     try:
-        handle.request(("load", cells), 300, "load")
+        handle.load(cells, {})
         fn = RemoteFunction(handle, "matmul")
         r = measure_speed(ch05.MATMUL, fn, "5a", device="cpu", backend=backend, size=size)
         assert r.speedup > 0 and r.comparison.backend == "batch"
-        handle.request(("load", [("cheat", cache)]), 300, "load")
+        handle.load([("cheat", cache)], {})
         cheat = RemoteFunction(handle, "matmul")
         with pytest.raises(CheckFailed) as exc:
             measure_speed(ch05.MATMUL, cheat, "5a", device="cpu", backend=backend, size=size)
         assert exc.value.reason == "kernel-unused", str(exc.value)
         # The same cache, but every call launches a kernel of the learner's (a fingerprint of the
         # inputs): the timed calls that find a kept result still skip the matmul kernel.
-        handle.request(("load", [("fingerprint", FINGERPRINT)]), 300, "load")
+        handle.load([("fingerprint", FINGERPRINT)], {})
         cheat = RemoteFunction(handle, "matmul")
         with pytest.raises(CheckFailed) as exc:
             measure_speed(ch05.MATMUL, cheat, "5a", device="cpu", backend=backend, size=size)
@@ -173,14 +177,17 @@ def matmul(a, b, out):
 """
 
 
-def test_causal_baseline_of_a_worker_launcher_is_the_worker_launcher_with_causal_false():
-    """6-causal times the learner's own causal=False launch: for a launcher in the worker it must be a
-    worker function too, so the verifier times it in batches there (not one round trip per call)."""
+def test_causal_baseline_is_the_learners_launcher_with_causal_false_wherever_it_runs():
+    """6-causal times the learner's own causal=False launch: it must run where the launcher runs, so a
+    worker's launcher is timed in batches there (not one round trip per call), and an in-process one here."""
     from grader.chapters import ch06
-    from grader.remote import RemoteFunction, is_remote
+    from grader.isolation.remote import RemoteFunction
+    from grader.isolation.seam import LocalFunction
 
     fn = RemoteFunction(handle=None, name="attention")
     ex = ch06.causal_exercise(fn)
-    assert is_remote(ex.baseline) and ex.baseline.name == "attention" and ex.baseline.trailing == (False,)
-    assert ch06.bind(fn, True).trailing == (True,)
-    assert not is_remote(ch06.causal_exercise(lambda q, k, v, out, causal: None).baseline)
+    assert isinstance(ex.baseline, RemoteFunction) and ex.baseline.name == "attention"
+    assert ex.baseline.trailing == (False,) and ch06.bind(fn, True).trailing == (True,)
+    assert ch06.bind(fn, True).base().trailing == ()
+    local = ch06.causal_exercise(lambda q, k, v, out, causal: None).baseline
+    assert isinstance(local, LocalFunction) and local.trailing == (False,)

@@ -3,10 +3,15 @@
 import pytest
 import torch
 
-from grader import correctness
+from grader.harness import correctness
 from grader.chapters import ch01
 from grader.errors import CheckFailed, NotImplementedYet
-from grader.exercise import check_correctness
+from grader.harness.exercise import check_correctness
+
+from conftest import torch_kernel
+
+
+@torch_kernel
 
 
 def add_ok(a, b, out):
@@ -20,6 +25,7 @@ def test_correct_launcher_passes_on_every_size(capsys):
 
 
 def test_unwritten_tail_is_caught_by_poisoning():
+    @torch_kernel
     def misses_tail(a, b, out):
         out[:-1] = a[:-1] + b[:-1]
 
@@ -34,10 +40,11 @@ def test_unwritten_tail_is_caught_by_poisoning():
 def test_stale_output_that_already_holds_the_answer_is_caught():
     # A launcher that writes nothing must fail even if `out` happened to hold the right values.
     with pytest.raises(CheckFailed, match="never written"):
-        check_correctness(ch01.VECTOR_ADD, lambda a, b, out: None, sizes=[100], device="cpu")
+        check_correctness(ch01.VECTOR_ADD, torch_kernel(lambda a, b, out: None), sizes=[100], device="cpu")
 
 
 def test_wrong_values_report_first_index_expected_actual_and_errors():
+    @torch_kernel
     def off_by_one(a, b, out):
         out.copy_(a + b)
         out[5] += 1.0
@@ -52,6 +59,7 @@ def test_wrong_values_report_first_index_expected_actual_and_errors():
 
 
 def test_tail_hint_when_launch_does_not_cover_everything():
+    @torch_kernel
     def short_grid(a, b, out):
         out[:256] = a[:256] + b[:256]
 
@@ -60,6 +68,7 @@ def test_tail_hint_when_launch_does_not_cover_everything():
 
 
 def test_changing_an_input_fails():
+    @torch_kernel
     def clobbers(a, b, out):
         torch.add(a, b, out=out)
         a.zero_()
@@ -69,6 +78,7 @@ def test_changing_an_input_fails():
 
 
 def test_fp16_result_in_fp32_output_fails_tolerance():
+    @torch_kernel
     def half_precision(a, b, out):
         out.copy_((a.half() + b.half()).float())
 
@@ -78,6 +88,8 @@ def test_fp16_result_in_fp32_output_fails_tolerance():
 
 def test_inputs_are_fresh_every_trial():
     seen = []
+
+    @torch_kernel
 
     def records(a, b, out):
         seen.append(a.clone())
@@ -90,6 +102,7 @@ def test_inputs_are_fresh_every_trial():
 
 
 def test_stub_launcher_says_where_to_write():
+    @torch_kernel
     def stub(a, b, out):
         raise NotImplementedError()
 
@@ -98,6 +111,7 @@ def test_stub_launcher_says_where_to_write():
 
 
 def test_learner_exception_is_reported_with_their_frame():
+    @torch_kernel
     def broken(a, b, out):
         return a.nonexistent
 
@@ -105,11 +119,13 @@ def test_learner_exception_is_reported_with_their_frame():
         check_correctness(ch01.VECTOR_ADD, broken, sizes=[4], device="cpu")
     msg = str(info.value)
     assert "vector_add(a, b, out) raised AttributeError" in msg and "in your code" in msg
-    assert "grader/exercise.py" not in msg
+    assert "grader/harness/exercise.py" not in msg
 
 
 def test_fused_exercise_reference_and_tolerance():
-    check_correctness(ch01.FUSED, lambda a, x, b, out: out.copy_(torch.relu(a * x + b)), sizes=[1, 1000], device="cpu")
+    check_correctness(ch01.FUSED, torch_kernel(lambda a, x, b, out: out.copy_(torch.relu(a * x + b))), sizes=[1, 1000], device="cpu")
+
+    @torch_kernel
 
     def no_relu(a, x, b, out):
         out.copy_(a * x + b)

@@ -13,13 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from grader import cli, sanitize
-from grader.sanitize import (ERROR_EXITCODE, PLANS, TOOLS, build_command, chapter_of, interpret,
-                             learner_cells, parse_location, parse_log, sanitize_env, short_name)
+from grader import chapters, cli
+from grader.errors import LadderError
+from grader.learner.cells import chapter_of
+from grader.sanitizer import report as sanitize
+from grader.sanitizer import runner
+from grader.sanitizer.logs import parse_location, parse_log, short_name
+from grader.sanitizer.report import ERROR_EXITCODE, TOOLS, build_command, interpret, sanitize_env
+from grader.sanitizer.runner import learner_cells
 from submissions import build
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
+TRITON_CHAPTERS = ("ch05", "ch06")   # their kernels are Triton's: the interpreter runs them without a GPU
 
 
 # ------------------------------------------------------------------ representative sanitizer logs
@@ -139,21 +145,23 @@ def test_command_line_for_each_tool(tool, tmp_path):
     assert cmd[cmd.index("--leak-check") + 1] == "no"
     assert ("--padding" in cmd) == (tool == "memcheck")
     # The sanitizer's options come first, then the one process it wraps: the runner on the notebook.
-    assert cmd[-6:] == ["/venv/bin/python", "-m", "grader.sanitize", str(nb), "--report", str(report)]
+    assert cmd[-6:] == ["/venv/bin/python", "-m", "grader.sanitizer.runner", str(nb), "--report", str(report)]
 
 
 def test_unknown_tool_is_refused(tmp_path):
-    with pytest.raises(sanitize.LadderError, match="unknown sanitizer tool"):
+    with pytest.raises(LadderError, match="unknown sanitizer tool"):
         build_command("initcheck-typo", "cs", tmp_path / "nb.ipynb", tmp_path / "r", tmp_path / "l")
 
 
 def test_env_turns_caching_allocators_off_and_triton_onto_the_gpu(tmp_path):
-    base = {"PATH": "/usr/bin", "TRITON_INTERPRET": "1", "TRITON_DISABLE_LINE_INFO": "1", "PYTHONPATH": "/x"}
+    base = {"PATH": "/usr/bin", "TRITON_INTERPRET": "1", "TRITON_DISABLE_LINE_INFO": "1", "PYTHONPATH": "/x",
+            "LADDER_FORCE_NO_GPU": "1"}
     env = sanitize_env(tmp_path / "triton", base)
     assert env["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1"
-    assert env["LADDER_LINEINFO"] == "1"
+    assert env["CUDA_LAUNCH_BLOCKING"] == "1"
     assert env["TRITON_CACHE_DIR"] == str(tmp_path / "triton")
     assert "TRITON_INTERPRET" not in env and "TRITON_DISABLE_LINE_INFO" not in env
+    assert "LADDER_FORCE_NO_GPU" not in env
     assert env["PYTHONPATH"].split(os.pathsep) == [str(ROOT), "/x"]
     assert env["PATH"] == "/usr/bin" and base["TRITON_INTERPRET"] == "1"   # the caller's dict is untouched
 
@@ -164,7 +172,7 @@ def test_runner_turns_cupy_pools_off(monkeypatch):
     assert isinstance(getattr(saved, "__self__", None), cupy.cuda.MemoryPool)   # the default: pooled
     monkeypatch.setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "0")
     try:
-        sanitize._allocators_off()
+        runner._allocators_off()
         assert not isinstance(getattr(cupy.cuda.get_allocator(), "__self__", None), cupy.cuda.MemoryPool)
         assert os.environ["PYTORCH_NO_CUDA_MEMORY_CACHING"] == "1"
     finally:
@@ -172,22 +180,59 @@ def test_runner_turns_cupy_pools_off(monkeypatch):
         cupy.cuda.set_pinned_memory_allocator(cupy.get_default_pinned_memory_pool().malloc)
 
 
+def test_runner_compiles_cuda_kernels_with_line_info_and_records_them(tmp_path):
+    """CUDA C line numbers come from the runner: each kernel is compiled with -lineinfo (once, however
+    often it is launched), its source goes to the report, and the exercise running it names it."""
+    from grader.cuda import launches
+    from grader.cuda.kernels import load_kernel
+
+    src = 'extern "C" __global__ void k(float *x) { x[threadIdx.x] = 1.0f; }'
+    kernel = load_kernel(src, "k", options=("-O3",), where="K_SRC")
+    lined = load_kernel(src, "k2", options=("--generate-line-info",))
+    report = runner.Report(tmp_path / "r.json", "nb.ipynb")
+    report.current = exercise = {"kernels": []}
+    ran = []
+    handler = runner._watch(report)
+    for k in (kernel, kernel, lined):
+        assert handler(launches.Launch("cuda", k.name, k, lambda k=k: ran.append(k.name))) is None
+    assert ran == ["k", "k", "k2"]                       # each launch still happens
+    assert kernel.options == ("-O3", "-lineinfo")        # added once
+    assert lined.options == ("--generate-line-info",)    # already there: not added twice
+    assert exercise["kernels"] == ["k", "k2"]
+    saved = json.loads((tmp_path / "r.json").read_text())["cuda_kernels"]
+    assert saved["k"] == {"file": "k.cu", "where": "K_SRC", "source": src}
+    assert set(saved) == {"k", "k2"}
+
+
 def test_default_tools_per_chapter():
     assert sanitize.tools_for("ch01") == TOOLS
     assert sanitize.tools_for("ch03") == TOOLS
     assert sanitize.tools_for("ch05") == ("memcheck",)     # Triton places its own barriers
+    assert sanitize.tools_for("ch06") == ("memcheck",)
     assert sanitize.tools_for("ch06", ["racecheck", "racecheck"]) == ("racecheck",)
+    assert sanitize.tools_for(None) == sanitize.tools_for("ch99") == TOOLS
 
 
-def test_finds_the_sanitizer_in_cuda_home(tmp_path, monkeypatch):
+def test_finds_the_sanitizer_in_cuda_home(tmp_path):
+    """In a fresh process, as `ladder check --sanitize` runs: cuda-pathfinder (grader.cuda.toolkit) reads
+    CUDA_HOME once per process and keeps it, so a variable set in this one would not be seen."""
     fake = tmp_path / "cuda" / "bin" / "compute-sanitizer"
     fake.parent.mkdir(parents=True)
     fake.write_text("#!/bin/sh\n")
     fake.chmod(0o755)
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
-    monkeypatch.delenv("CUDA_PATH", raising=False)
-    assert sanitize.find_sanitizer() == str(fake)
+    env = dict(os.environ, PATH=str(tmp_path / "empty"), CUDA_HOME=str(tmp_path / "cuda"), PYTHONPATH=str(ROOT))
+    for name in ("CUDA_PATH", "CONDA_PREFIX"):
+        env.pop(name, None)
+    probe = ("import json; from grader.cuda.toolkit import tool_paths; from grader.sanitizer.report import "
+             "find_sanitizer; print(json.dumps([find_sanitizer(), tool_paths('compute-sanitizer')]))")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    found, every = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert str(fake) in every and found == every[0]
+    # NVIDIA's pip wheel, where one is installed, is looked at before CUDA_HOME; otherwise CUDA_HOME wins.
+    wheels = [p for p in every if "-packages" in p]
+    assert found == (wheels[0] if wheels else str(fake))
 
 
 # ---------------------------------------------------------------------------------- the parser
@@ -312,7 +357,8 @@ def _runner_report(notebook: Path, tmp_path: Path, *extra: str) -> dict:
     report = tmp_path / f"{notebook.stem}.json"
     env = dict(os.environ, LADDER_FORCE_NO_GPU="1", PYTHONPATH=str(ROOT))
     env.pop("TRITON_INTERPRET", None)
-    proc = subprocess.run([sys.executable, "-m", "grader.sanitize", str(notebook), "--report", str(report), *extra],
+    proc = subprocess.run([sys.executable, "-m", "grader.sanitizer.runner", str(notebook), "--report", str(report),
+                           *extra],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -388,7 +434,7 @@ def test_no_gpu_says_so_in_one_line(tmp_path):
 
 
 def test_no_sanitizer_says_so_in_one_line(monkeypatch, capsys):
-    monkeypatch.setattr("grader.device.gpu_or_reason", lambda: (True, ""))
+    monkeypatch.setattr("grader.cuda.gpu.gpu_or_reason", lambda: (True, ""))
     monkeypatch.setattr(sanitize, "find_sanitizer", lambda: None)
     assert cli.main(["check", "--sanitize", str(SOLUTIONS[0])]) == 2
     out = capsys.readouterr()
@@ -449,16 +495,21 @@ def test_learner_cells_are_setup_then_solutions_in_order():
 
 
 def test_plan_names_real_exercises():
-    import importlib
+    from grader.harness.exercise import Exercise, SmallSizes
 
-    from grader.exercise import Exercise
-
-    assert sorted(PLANS) == [f"ch0{i}" for i in range(1, 7)]
-    for chapter, steps in PLANS.items():
-        module = importlib.import_module(f"grader.chapters.{chapter}")
-        for step in steps:
-            assert isinstance(getattr(module, step.exercise), Exercise), (chapter, step)
-            assert step.sizes
+    assert chapters.names() == [f"ch0{i}" for i in range(1, 7)]
+    for chapter in chapters.names():
+        module = chapters.module(chapter)
+        assert module.SANITIZE, chapter
+        for step in module.SANITIZE:
+            assert isinstance(step, SmallSizes), (chapter, step)
+            assert isinstance(step.exercise, Exercise), (chapter, step)
+            assert any(step.exercise is v for v in vars(module).values()), (chapter, step)   # the chapter's own
+            assert step.launcher.isidentifier() and step.sizes
+    # Chapter 6 checks one launcher twice: causal=False for exercise 6, causal=True for 6-causal.
+    ch06 = chapters.module("ch06")
+    assert [(s.exercise, s.launcher, s.trailing) for s in ch06.SANITIZE] == [
+        (ch06.ATTENTION, "attention", (False,)), (ch06.CAUSAL, "attention", (True,))]
 
 
 @pytest.mark.parametrize("notebook", SOLUTIONS, ids=lambda p: p.parent.name)
@@ -466,7 +517,7 @@ def test_runner_runs_every_solution_notebook_on_the_cpu(notebook, tmp_path):
     """The setup and solution cells run without error; every launcher the plan names is defined; Triton
     chapters pass every planned check in the interpreter; CUDA C kernels are built with -lineinfo
     (NVRTC compiles them; only running them needs a GPU)."""
-    from grader.nvrtc import nvrtc_available
+    from grader.cuda.nvrtc import nvrtc_available
 
     report = _runner_report(notebook, tmp_path, "--device", "cpu")
     assert report["finished"] and report["stopped"] is None
@@ -474,9 +525,11 @@ def test_runner_runs_every_solution_notebook_on_the_cpu(notebook, tmp_path):
     assert report["cells"][0]["grade_id"] == "setup"
     chapter = report["chapter"]
     outcomes = {(e["key"], e["launcher"]): e["outcome"] for e in report["exercises"]}
-    assert len(outcomes) == len(PLANS[chapter]) and "missing" not in outcomes.values()
-    if chapter in sanitize.TRITON_CHAPTERS:
+    assert len(outcomes) == len(chapters.module(chapter).SANITIZE) and "missing" not in outcomes.values()
+    if chapter in TRITON_CHAPTERS:
         assert set(outcomes.values()) == {"ok"}, report["exercises"]
+        assert all(e["kernels"] for e in report["exercises"]), report["exercises"]   # Triton launches seen
+        assert report["triton_kernels"] and not report["cuda_kernels"]
     else:
         assert set(outcomes.values()) == {"no-gpu"}, report["exercises"]
         assert report["cuda_kernels"], "the runner recorded no CUDA kernel"
@@ -498,6 +551,64 @@ def test_runner_reports_a_cell_that_raises(tmp_path):
     assert bad["grade_id"] == "fused-solution" and bad["message"] == "ValueError (line 2): my mistake"
     fused = next(e for e in report["exercises"] if e["launcher"] == "fused_axpb_relu")
     assert fused["outcome"] == "missing"
+
+
+def test_runner_sees_a_kernel_a_cell_launches(tmp_path):
+    """A kernel launched while the cells run (an assignment is run, unlike a bare call) is recorded, and
+    so compiled with -lineinfo, from the first cell on, not only once the exercises start."""
+    nb = json.loads(SOLUTIONS[0].read_text())
+    probe = ('\nPROBE_SRC = r"""\nextern "C" __global__ void probe_kernel(float *x)\n{\n    x[0] = 1.0f;\n}\n"""\n'
+             'probe = load_kernel(PROBE_SRC, "probe_kernel", where="PROBE_SRC")\n'
+             'tried = probe((1,), (1,), [])\n')
+    for cell in nb["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "napkin-solution":
+            cell["source"] = "".join(cell["source"]) + probe
+    path = tmp_path / "01_vector_add.ipynb"
+    path.write_text(json.dumps(nb))
+    report = _runner_report(path, tmp_path, "--device", "cpu")
+    (napkin,) = [c for c in report["cells"] if c["grade_id"] == "napkin-solution"]
+    assert napkin["outcome"] == "raised" and napkin["message"].startswith("NoGPUError (line "), napkin
+    kernel = report["cuda_kernels"]["probe_kernel"]
+    assert kernel["where"] == "PROBE_SRC" and kernel["file"] == "probe_kernel.cu"
+    assert not any("probe_kernel" in e["kernels"] for e in report["exercises"])   # no exercise launched it
+
+
+def test_tools_left_out_by_the_chapter_are_named(monkeypatch, tmp_path):
+    """Chapters 5 and 6 run memcheck only, and the summary says which tools were left out and how to ask
+    for them; tools left out by --tool are not named."""
+    ran = []
+
+    def fake_run_tool(tool, sanitizer, notebook, workdir, env, timeout_s):
+        ran.append(tool)
+        manifest = {"finished": True, "exercises": [{"key": "5a", "title": "fp16 matmul", "launcher": "matmul",
+                                                     "stretch": False, "outcome": "ok", "kernels": ["k"]}]}
+        return interpret(tool, "========= ERROR SUMMARY: 0 errors\n", manifest, 0, "", 1.0)
+
+    monkeypatch.setattr(sanitize, "run_tool", fake_run_tool)
+    ch05 = next(p for p in SOLUTIONS if p.parent.name.startswith("05_"))
+    result = sanitize.sanitize_notebook(ch05, "/fake/compute-sanitizer", tmp_path, {})
+    assert result.chapter == "ch05" and ran == ["memcheck"] and result.passed
+    assert result.skipped_tools == ["racecheck", "synccheck"]
+    text = sanitize.format_notebook(result)
+    assert "racecheck, synccheck: not run for this chapter's kernels" in text and "--tool" in text
+    assert text.splitlines()[-1] == "  CLEAN"
+
+    ran.clear()
+    result = sanitize.sanitize_notebook(ch05, "/fake/compute-sanitizer", tmp_path, {}, tools=["racecheck"])
+    assert ran == ["racecheck"] and result.skipped_tools == []
+    assert "not run for this chapter" not in sanitize.format_notebook(result)
+
+    ran.clear()
+    result = sanitize.sanitize_notebook(SOLUTIONS[0], "/fake/compute-sanitizer", tmp_path, {}, tools=["memcheck"])
+    assert result.chapter == "ch01" and ran == ["memcheck"] and result.skipped_tools == []
+
+
+def test_a_notebook_of_no_chapter_is_not_sanitized(tmp_path):
+    path = tmp_path / "scratch.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": "x = 1\n", "metadata": {}}]}))
+    result = sanitize.sanitize_notebook(path, "/fake/compute-sanitizer", tmp_path, {})
+    assert result.chapter is None and not result.tools and not result.passed
+    assert "not a Kernel Ladder chapter notebook" in result.error and "ch01" in result.error
 
 
 def test_runner_on_a_released_notebook_finds_nothing_written(tmp_path):

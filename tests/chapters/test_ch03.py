@@ -9,19 +9,23 @@ import re
 import pytest
 import torch
 
-from conftest import HAS_GPU, ROOT, cells_by_id, ladder_check
-from grader.bars import bar_for
+from conftest import HAS_GPU, ROOT, cells_by_id, ladder_check, torch_kernel
+from grader.harness.bars import bar_for
 from grader.chapters import ch03
 from grader.errors import CheckFailed, NotImplementedYet
-from grader.exercise import check_correctness, measure_speed
-from grader.nvrtc import compile_for_archs
-from grader.source import cuda_sources_in_notebook, is_stub
-from grader.timing import CPUBackend
+from grader.harness.exercise import check_correctness, measure_speed
+from grader.cuda.nvrtc import compile_for_archs
+from grader.cuda.nvrtc import is_stub
+from grader.learner.cells import cuda_sources
+from grader.harness.timing import CPUBackend
 from submissions.build import build
 
 SOLUTION = ROOT / "solutions/03_tiling/03_tiling.ipynb"
 RELEASED = ROOT / "course/03_tiling/03_tiling.ipynb"
 CPU_SHAPES = [(1, 1, 1), (7, 13, 5), (129, 65, 33), (33, 1, 17), (1, 40, 9)]
+
+
+@torch_kernel
 
 
 def torch_sgemm(a, b, out):
@@ -56,6 +60,7 @@ def test_a_right_product_passes_on_every_awkward_shape(capsys):
 
 
 def test_unwritten_last_column_is_named_and_changed_inputs_are_caught():
+    @torch_kernel
     def misses_last_column(a, b, out):
         out[:, :-1] = a @ b[:, :-1]
 
@@ -64,6 +69,8 @@ def test_unwritten_last_column_is_named_and_changed_inputs_are_caught():
     msg = str(info.value)
     assert "M=7, N=13, K=5" in msg and "7 of 91 elements are wrong" in msg
     assert "First wrong element at index [0, 12]" in msg and "got nan" in msg
+
+    @torch_kernel
 
     def zeroes_b(a, b, out):
         torch.mm(a, b, out=out)
@@ -82,6 +89,9 @@ def test_tolerance_grows_with_k():
     assert ch03.SGEMM.tolerance_for((5, 7, 4096)) == ch03.sgemm_tolerance((1, 1, 4096))
 
 
+@torch_kernel
+
+
 def _sequential(a, b, out):
     """One product at a time into one fp32 accumulator, a multiply and an add each (two roundings):
     the worst summation order we measured."""
@@ -91,16 +101,28 @@ def _sequential(a, b, out):
     out.copy_(acc)
 
 
+@torch_kernel
+
+
 def _reversed(a, b, out):
     _sequential(a.flip(1), b.flip(0), out)
+
+
+@torch_kernel
 
 
 def _tf32(a, b, out):
     out.copy_((ch03.round_to_tf32(a).double() @ ch03.round_to_tf32(b).double()).float())
 
 
+@torch_kernel
+
+
 def _fp16_inputs(a, b, out):
     out.copy_((a.half().double() @ b.half().double()).float())
+
+
+@torch_kernel
 
 
 def _fp16_output(a, b, out):
@@ -218,7 +240,7 @@ def test_bars():
 # ------------------------------------------------------------------------ predictions
 
 def test_napkin_math_accepts_the_right_answers(capsys):
-    ch03.check_gemm_napkin(lambda m, n, k: 2 * m * n * k, lambda t, g: t * 1e12 / (g * 1e9))
+    ch03.check_napkin_math(lambda m, n, k: 2 * m * n * k, lambda t, g: t * 1e12 / (g * 1e9))
     ch03.check_intensity(lambda m, n, k: 0.25, lambda m, n, k, t: t / 4)
     # Written the long way, as counts of FLOPs and bytes: the same numbers.
     ch03.check_intensity(lambda m, n, k: 2 * m * n * k / (8 * m * n * k),
@@ -236,7 +258,7 @@ def test_napkin_math_accepts_the_right_answers(capsys):
 ])
 def test_napkin_math_rejects_wrong_answers(flops, ridge, message):
     with pytest.raises(CheckFailed, match=message):
-        ch03.check_gemm_napkin(flops, ridge)
+        ch03.check_napkin_math(flops, ridge)
 
 
 @pytest.mark.parametrize("naive, tiled, message", [
@@ -254,7 +276,7 @@ def test_intensity_rejects_wrong_counts(naive, tiled, message):
 
 def test_predictions_not_written_yet_say_so():
     with pytest.raises(NotImplementedYet, match="exercise 3.0 is not written yet"):
-        ch03.check_gemm_napkin(_stub, _stub)
+        ch03.check_napkin_math(_stub, _stub)
     with pytest.raises(NotImplementedYet, match="exercise 3.1 is not written yet"):
         ch03.check_intensity(_stub, _stub)
 
@@ -262,7 +284,7 @@ def test_predictions_not_written_yet_say_so():
 # ------------------------------------------------------------------------ helpers and plots
 
 def test_gpu_helpers_without_a_gpu_print_and_return_none(monkeypatch, capsys):
-    import grader.exercise as exercise
+    import grader.harness.exercise as exercise
     monkeypatch.setattr(exercise, "gpu_or_reason", lambda: (False, "no GPU found (test)"))
     assert ch03.measure_sgemm(torch_sgemm, "naive, coalesced") is None
     assert ch03.check_sgemm_stretch(torch_sgemm) is None
@@ -295,7 +317,12 @@ def test_plots_draw_each_version_beside_torch(capsys):
     r = measure_speed(ch03.SGEMM, torch_sgemm, "3", device="cpu", backend=CPUBackend(0.005), size=(64, 48, 32))
     fig = ch03.plot_results({"naive": r, "32 x 32 tile": None, "register-blocked": r})
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert labels == ["naive\nM=64, N=48, K=32", "register-blocked\nM=64, N=48, K=32", "torch.mm fp32\nM=64, N=48, K=32"]
+    assert labels == ["naive", "register-blocked", "torch.mm fp32"], "one size: no size in the labels"
+    small = measure_speed(ch03.SGEMM, torch_sgemm, "3", device="cpu", backend=CPUBackend(0.005), size=(32, 16, 8))
+    fig = ch03.plot_results({"naive": small, "register-blocked": r})
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels == ["naive\nM=32, N=16, K=8", "torch.mm fp32\nM=32, N=16, K=8", "register-blocked\nM=64, N=48, K=32",
+                      "torch.mm fp32\nM=64, N=48, K=32"], "two sizes: each with torch at its own size"
     assert ch03.plot_results({"naive": None}) is None
     fig = ch03.plot_roofline(lambda m, n, k: 0.25, lambda m, n, k, t: t / 4, results={"naive": r})
     fig = ch03.plot_roofline(_stub, _stub, verbose=False)
@@ -315,13 +342,13 @@ def test_figures_script_draws_every_figure():
         plt.close(draw())
     text = SOLUTION.read_text()
     for name in ("ch03_naive", "ch03_tiling", "ch03_register_blocking"):
-        assert (ROOT / f"assets/figures/{name}.png").is_file() and f"../../assets/figures/{name}.png" in text
+        assert (ROOT / f"assets/figures/{name}.png").is_file() and f"attachment:{name}.png" in text
 
 
 # ------------------------------------------------------------------------ kernels
 
 def _kernel(name):
-    return dict(cuda_sources_in_notebook(SOLUTION)[0])[name]
+    return dict(cuda_sources(SOLUTION)[0])[name]
 
 
 def test_solution_notebook_grades_eight_points():
@@ -352,8 +379,8 @@ STUDENTS = ("correct", "stub", "naive_uncoalesced", "naive_coalesced", "smem_til
 
 @pytest.mark.parametrize("name", STUDENTS)
 def test_every_student_builds_and_its_own_kernels_compile(name, tmp_path):
-    shipped = dict(cuda_sources_in_notebook(SOLUTION)[0])
-    sources, stray = cuda_sources_in_notebook(build("ch03", "03_tiling", name, tmp_path / f"{name}.ipynb"))
+    shipped = dict(cuda_sources(SOLUTION)[0])
+    sources, stray = cuda_sources(build("ch03", "03_tiling", name, tmp_path / f"{name}.ipynb"))
     assert not stray
     for kernel, src in sources:
         if name == "stub" and kernel in ("SGEMM_SRC", "SGEMM_V2_SRC"):

@@ -3,10 +3,11 @@
 import pytest
 import torch
 
+from conftest import torch_kernel
 from grader.chapters import ch01
 from grader.errors import CheckFailed
-from grader.exercise import check_speed
-from grader.timing import CPUBackend, Timing, compare
+from grader.harness.exercise import check_speed
+from grader.harness.timing import CPUBackend, Timing, compare
 
 
 class ScriptedBackend:
@@ -59,7 +60,7 @@ def test_cpu_backend_measures_real_work():
 
 
 def test_speed_check_passes_and_reports(capsys):
-    result = check_speed(ch01.VECTOR_ADD, lambda a, b, out: torch.add(a, b, out=out), device="cpu",
+    result = check_speed(ch01.VECTOR_ADD, torch_kernel(lambda a, b, out: torch.add(a, b, out=out)), device="cpu",
                          backend=CPUBackend(0.01), size=1 << 18)
     out = capsys.readouterr().out
     assert result.passed and result.graded
@@ -69,6 +70,7 @@ def test_speed_check_passes_and_reports(capsys):
 
 
 def test_speed_check_fails_a_slow_kernel_with_the_table():
+    @torch_kernel
     def slow(a, b, out):
         for _ in range(20):
             torch.add(a, b, out=out)
@@ -80,6 +82,7 @@ def test_speed_check_fails_a_slow_kernel_with_the_table():
 
 
 def test_stretch_bar_reports_but_does_not_fail():
+    @torch_kernel
     def slow(a, b, out):
         for _ in range(20):
             torch.add(a, b, out=out)
@@ -90,6 +93,8 @@ def test_stretch_bar_reports_but_does_not_fail():
 
 def test_speed_check_rechecks_the_output_after_timing():
     calls = {"n": 0}
+
+    @torch_kernel
 
     def correct_then_lazy(a, b, out):
         # Right during the correctness run, then never writes again: stale output must be caught.
@@ -106,5 +111,5 @@ def test_bar_override_changes_the_verdict(tmp_path, monkeypatch):
     override.write_text('["1a"]\nbar = 1000.0\n')
     monkeypatch.setenv("LADDER_BARS", str(override))
     with pytest.raises(CheckFailed, match="Needs at least 1000.00x"):
-        check_speed(ch01.VECTOR_ADD, lambda a, b, out: torch.add(a, b, out=out), device="cpu",
+        check_speed(ch01.VECTOR_ADD, torch_kernel(lambda a, b, out: torch.add(a, b, out=out)), device="cpu",
                     backend=CPUBackend(0.01), size=1 << 12)

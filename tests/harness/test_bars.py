@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.bars import bar_for, load_bars
+from grader.harness.bars import bar_for, load_bars
 from grader.chapters import all_bar_keys, all_exercises
 from grader.errors import LadderError
 
@@ -58,3 +58,23 @@ def test_missing_override_file_is_an_error(tmp_path, monkeypatch):
 def test_unknown_bar_key():
     with pytest.raises(LadderError, match="no pass bar for exercise 'zz'"):
         bar_for("zz")
+
+
+def test_an_override_set_after_start_changes_nothing_in_that_process(tmp_path, monkeypatch, capsys):
+    """An answer cell that points LADDER_BARS at a lower bar, in the notebook's kernel, after the setup
+    cell's start(): `ladder check` must judge by the real bar, as the isolated verifier does
+    (tests/submissions/wrong/bars_env_override.py is the same cheat, end to end on a GPU)."""
+    from grader import config
+    from grader.harness.session import start
+
+    monkeypatch.setenv("LADDER_FORCE_NO_GPU", "1")   # start() without measuring anything
+    start(5)
+    override = tmp_path / "bars.toml"
+    override.write_text('["5a"]\nbar = 0.01\n')
+    monkeypatch.setenv("LADDER_BARS", str(override))
+    monkeypatch.setenv("LADDER_FORCE_NO_GPU", "")
+    start(5)                                          # a second start() does not re-read them
+    assert config.bars_override() is None and config.force_no_gpu()
+    assert bar_for("5a").source == "grader/bars.toml" and bar_for("5a").bar > 0.01
+    config.unpin()
+    assert config.bars_override() == override, "outside a learner's process the setting is read when asked for"

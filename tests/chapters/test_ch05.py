@@ -12,9 +12,10 @@ import torch
 import triton
 import triton.language as tl
 
-from conftest import HAS_GPU, ROOT, ladder_check_one
-from grader import correctness
+from conftest import HAS_GPU, ROOT, ladder_check_one, torch_kernel
+from grader.harness import correctness
 from grader.chapters import ch05
+from grader.isolation.seam import as_learner
 from grader.errors import CheckFailed, KernelCompileError, NotImplementedYet
 from submissions.build import build
 
@@ -168,9 +169,10 @@ def test_size_sweep_measures_every_launcher_and_draws_under_the_ceiling():
 def test_results_plot_draws_tflops_of_every_result():
     import matplotlib
     matplotlib.use("Agg")
-    from grader.exercise import measure_speed
-    from grader.timing import CPUBackend
+    from grader.harness.exercise import measure_speed
+    from grader.harness.timing import CPUBackend
 
+    @torch_kernel
     def torch_launcher(a, b, out):
         torch.mm(a, b, out=out)
 
@@ -179,7 +181,7 @@ def test_results_plot_draws_tflops_of_every_result():
     results[0].key = "naive"
     fig = ch05.plot_results(*results, None)
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert labels[0] == "naive\nyours" and "5a-stretch\ntorch.mm" in labels
+    assert labels[:3] == ["naive", "5a-stretch", "torch.mm"]
     assert results[0].unit == "TFLOP/s"
 
 
@@ -212,17 +214,18 @@ def test_a_stub_kernel_that_fails_to_compile_on_a_gpu_is_not_written_yet():
     sig, const = {"x_ptr": "*fp16", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 16}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(NotImplementedYet, match="write the body of your `@triton.jit` kernel"):
-            ch05.learner(ch05.MATMUL, lambda *a: _compile_for_sm90(stub_kernel, sig, const))()
+        with pytest.raises(NotImplementedYet, match="still the released stub"):
+            as_learner(lambda *a: _compile_for_sm90(stub_kernel, sig, const), "matmul").call()
         with pytest.raises(KernelCompileError, match="did not compile(.|\n)*undefined_name"):
-            ch05.learner(ch05.MATMUL, lambda *a: _compile_for_sm90(broken_kernel, sig, const))()
+            as_learner(lambda *a: _compile_for_sm90(broken_kernel, sig, const), "matmul").call()
 
 
 def test_a_stub_launcher_is_not_written_yet():
     def matmul(a, b, out):
         raise NotImplementedError()
-    with pytest.raises(NotImplementedYet, match=r"write the launcher `matmul\(a, b, out\)` in the code cell under 'Exercise 5a'"):
-        ch05.learner(ch05.MATMUL, matmul)(None, None, None)
+    with pytest.raises(NotImplementedYet, match=r"write `matmul\(a, b, out\)` and its kernel in the code cell under "
+                                                r"'Exercise 5a'"):
+        ch05.check_matmul(matmul, sizes=[(4, 4, 4)])
 
 
 # ------------------------------------------------------------------ the kernels, in the interpreter
@@ -246,7 +249,7 @@ sol = launchers("ch05", "correct", ["napkin-solution", "grouped-solution", "matm
 small = [(1, 1, 1), (31, 33, 35), (127, 129, 257), (1, 300, 200), (300, 1, 200), (200, 300, 1)]
 outcome("5a", lambda: (ch05.check_matmul(sol["matmul"]), ch05.check_matmul(sol["matmul"], sizes=small)))
 outcome("5b", lambda: (ch05.check_fused(sol["matmul_bias_act"]), ch05.check_fused(sol["matmul_bias_act"], sizes=small)))
-outcome("splitk", lambda: ch05.check_splitk(sol["matmul_splitk"]))
+outcome("splitk", lambda: ch05.check_matmul_stretch(sol["matmul_splitk"]))
 outcome("5a-speed", lambda: ch05.check_matmul_speed(sol["matmul"]))
 naive = launchers("ch05", "naive_5a", ["matmul-solution"])
 outcome("naive", lambda: ch05.check_matmul(naive["matmul"], sizes=small))
@@ -295,8 +298,9 @@ def test_wrong_kernels_fail_with_the_first_wrong_element(interpreted, case):
     assert interpreted[case].startswith("CheckFailed") and "First wrong element at index" in interpreted[case]
 
 
-@pytest.mark.parametrize("case, what", [("stub", "write the launcher"), ("stub-speed", "write the launcher"),
-                                        ("kernel-stub", "write the body of your `@triton.jit` kernel")])
+@pytest.mark.parametrize("case, what", [("stub", "write `matmul(a, b, out)` and its kernel"),
+                                        ("stub-speed", "write `matmul(a, b, out)` and its kernel"),
+                                        ("kernel-stub", "write `matmul(a, b, out)` and its kernel")])
 def test_stubs_are_not_written_yet_in_the_interpreter(interpreted, case, what):
     assert interpreted[case].startswith("NotImplementedYet: exercise 5a") and what in interpreted[case]
 
