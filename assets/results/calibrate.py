@@ -23,9 +23,10 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from grader.bars import bar_for  # noqa: E402
-from grader.device import ceilings, gpu_info, versions  # noqa: E402
-from grader.exercise import Exercise, check_correctness, measure_speed  # noqa: E402
+from grader.harness.bars import bar_for  # noqa: E402
+from grader.cuda.gpu import gpu_info, versions  # noqa: E402
+from grader.harness.ceilings import ceilings  # noqa: E402
+from grader.harness.exercise import Exercise, check_correctness, measure_speed  # noqa: E402
 from submissions.build import launchers  # noqa: E402
 
 

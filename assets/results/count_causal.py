@@ -1,4 +1,4 @@
-"""Tensor-core multiply-adds of chapter 6 kernels, causal and not, counted by grader.tccount.
+"""Tensor-core multiply-adds of chapter 6 kernels, causal and not, counted by grader.cuda.tccount.
 
     PYTHONPATH=tests:. python3 assets/results/count_causal.py [--out FILE]
 
@@ -6,11 +6,12 @@ For each entry: one plain launch, then one counted launch at ch06.COUNT_SIZE, fo
 causal=False; the result of every launch is checked against the float64 reference. Prints the
 counts as shares of the whole N x N product (2 * B * H * N^2 * D multiply-adds)."""
 import argparse
+import dataclasses
 import json
 
 import torch
 
-from grader import tccount
+from grader.cuda import tccount
 from grader.chapters import ch06
 from submissions.build import launchers
 
@@ -61,7 +62,7 @@ def main():
                 attention(q, k, v, out, causal)
             torch.cuda.synchronize()
             torch.testing.assert_close(out.double(), ref, rtol=ch06.TOLERANCE[0], atol=ch06.TOLERANCE[1])
-            found[causal] = tally.as_dict()
+            found[causal] = dataclasses.asdict(tally)
         c = sum(found[True]["macs"].values())
         nc = sum(found[False]["macs"].values())
         rows[entry] = {"causal": found[True], "noncausal": found[False], "full": full}

@@ -2,7 +2,7 @@
 
     python assets/results/stability.py --runs 10 --out OUT.json NOTEBOOK:CELL [NOTEBOOK:CELL ...]
 
-Each run is a full graded check of one speed cell (`grader.isolate.check_cell`: a fresh verifier and
+Each run is a full graded check of one speed cell (`grader.isolation.isolate.check_cell`: a fresh verifier and
 a fresh worker). The speedup is read from the report the check prints. The issue's requirement:
 speedups within ±5% of their median, and no verdict flip while the ratio is more than 10% from the bar.
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader import isolate  # noqa: E402
-from grader.device import gpu_info, versions  # noqa: E402
+from grader.isolation import isolate  # noqa: E402
+from grader.cuda.gpu import gpu_info, versions  # noqa: E402
 
 SPEEDUP = re.compile(r"speedup\s+([0-9.]+)x")
 BAR = re.compile(r"\(bar ([0-9.]+)x")
