@@ -26,7 +26,9 @@ def repo(tmp_path):
     """A copy of what a release reads and writes: solutions/, course/, the figures, the config."""
     copy = tmp_path / "repo"
     for folder in ("solutions", "course", "assets/figures"):
-        shutil.copytree(ROOT / folder, copy / folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+        # as a fresh clone has them: without the checkpoint folders a learner's JupyterLab may have added
+        shutil.copytree(ROOT / folder, copy / folder,
+                        ignore=shutil.ignore_patterns("*.py", "__pycache__", ".ipynb_checkpoints"))
     shutil.copy(ROOT / "nbgrader_config.py", copy)
     return copy
 
