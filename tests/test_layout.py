@@ -111,3 +111,19 @@ def test_every_doc_the_code_and_readme_cite_exists():
         cited |= set(re.findall(r"\bdocs/[\w-]+\.md\b", path.read_text()))
     missing = sorted(c for c in cited if not (ROOT / c).is_file())
     assert cited and not missing, f"cited but missing: {missing}"
+
+
+def test_every_file_path_the_code_docs_and_tests_name_exists():
+    """A module or test named by its path (`grader/notebooks/nbexec.py`) must be there, so that a move
+    leaves no stale pointer. `chNN` stands for any chapter. assets/results/ is a record of its day and
+    keeps the paths of its day."""
+    path_re = re.compile(r"(?<![\w/.-])((?:grader|tests|docs|solutions|course)/[\w./-]*\.(?:py|md|toml|sh))\b")
+    texts = [*GRADER.rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "tests").rglob("*.md"),
+             ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    stale = []
+    for path in texts:
+        for cited in path_re.findall(path.read_text()):
+            pattern = cited.replace("NN", "[0-9][0-9]")
+            if not list(ROOT.glob(pattern)):
+                stale.append(f"{path.relative_to(ROOT)}: {cited}")
+    assert not stale, "paths named but not in the repository:\n" + "\n".join(stale)

@@ -7,7 +7,7 @@ across rounds is small or the time budget is spent; the verdict uses the median 
 Each measurement comes from a backend:
 - `BatchBackend` (graded, on a GPU): batches of back-to-back calls between CUDA events, the end
   event after a device-wide synchronize, with an L2 flush before each batch. It also times a
-  learner's function that runs in the grader's worker (grader/remote.py).
+  learner's function that runs in the grader's worker (grader/isolation/remote.py).
 - `CPUBackend` is `torch.utils.benchmark.Timer`, so CI exercises the same rounds, statistics and
   verdicts without a GPU.
 """
@@ -27,7 +27,7 @@ class BatchBackend:
     The graded backend. A batch is `reps` calls in a row; the end event is recorded after
     `torch.cuda.synchronize()`, so work the calls left on any stream falls inside the interval. The
     L2 cache is flushed before each batch. A contender with a `timed_batch(reps)` method (a learner's
-    function running in the grader's worker, grader/remote.py) runs its batch there, on the same
+    function running in the grader's worker, grader/isolation/remote.py) runs its batch there, on the same
     rules, and its events are bounded by this process's clock. `reps` is chosen so that a batch
     lasts about `target_ms`. Without a GPU the host clock stands in for the events.
     """

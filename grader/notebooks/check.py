@@ -51,7 +51,7 @@ class NotebookResult:
     # hung) more often than the restarts allowed.
     error: str | None = None
     # Each time the notebook's kernel died or hung in a cell: that cell failed, a fresh kernel re-ran
-    # the cells before it and the run went on (grader/nbexec.py).
+    # the cells before it and the run went on (grader/notebooks/nbexec.py).
     kernel_losses: list[str] = field(default_factory=list)
 
     @property

@@ -1,6 +1,6 @@
 """Every figure renders wherever a notebook is opened: JupyterLab started at the repository, at
 course/ or at a chapter folder, an HTML export written anywhere, Colab (which has only the .ipynb).
-Figures are cell attachments (grader/figures.py), so each check is that the notebook itself holds
+Figures are cell attachments (grader/notebooks/figures.py), so each check is that the notebook itself holds
 every image it shows, and that nothing points outside the notebook's folder."""
 
 from __future__ import annotations
