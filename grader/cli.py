@@ -167,6 +167,19 @@ def resolve_notebook(arg: str) -> Path:
             notebooks = sorted(folder.glob("*.ipynb")) if folder.is_dir() else []
             if len(notebooks) == 1:
                 return notebooks[0]
+    if not arg.endswith(".ipynb") and "/" not in arg:
+        # A chapter, not a path: say whether it exists, and if it does, how to make its copy.
+        from .notebooks.course import repo_root
+        from .notebooks.workspace import chapter_names
+
+        try:
+            root = repo_root()
+        except LadderError:
+            root = None   # outside the course's folder: only a path can name the notebook
+        if root is not None:
+            (name,) = chapter_names(root, [arg])   # "no chapter '9': ..." when there is none
+            raise LadderError(f"chapter {name} is neither in work/ nor in this folder: run `ladder start {arg}` "
+                              f"to make your copy, or give the notebook's path")
     raise LadderError(f"no such notebook: {arg} (give a notebook's path, such as "
                       "work/01_vector_add/01_vector_add.ipynb, or a chapter number)")
 

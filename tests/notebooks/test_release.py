@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +131,22 @@ def test_cuda_solution_markers_live_in_c_comments():
                     checked += 1
                     assert line.strip().startswith("//"), f"{nb.name} {name}: marker outside a C comment: {line!r}"
     assert checked, "no solution markers found inside CUDA sources"
+
+
+def test_ladder_check_names_a_missing_chapter_and_how_to_get_it(tmp_path, monkeypatch):
+    from grader.cli import resolve_notebook
+    from grader.errors import LadderError
+
+    (tmp_path / "solutions").symlink_to(ROOT / "solutions")   # the course's folder, without work/:
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)          # the learner has not run `ladder start`
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LadderError, match=r"chapter 01_vector_add is neither in work/.*`ladder start 1`"):
+        resolve_notebook("1")
+    with pytest.raises(LadderError, match=r"no chapter '9': give a number \(1-6\)"):
+        resolve_notebook("9")
+    with pytest.raises(LadderError, match=r"no such notebook: mine\.ipynb"):
+        resolve_notebook("mine.ipynb")
+    mine = tmp_path / "work" / "01_vector_add" / "01_vector_add.ipynb"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("{}")
+    assert resolve_notebook("1") == Path("work/01_vector_add/01_vector_add.ipynb")
