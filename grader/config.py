@@ -13,10 +13,12 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | LADDER_LOAD_TIMEOUT_S         | 300     | seconds the worker may take to run the learner's cells |
 | LADDER_ISOLATED               | unset   | "1": graded cells are checked in fresh processes; "0": in the notebook's kernel. Unset: grading isolates, `ladder check` does not |
 | LADDER_BARS                   | unset   | a TOML file whose pass bars replace the defaults, key by key |
-| LADDER_CACHE_DIR              | ~/.cache/kernel-ladder | where measured ceilings are kept |
+| LADDER_UNGRADABLE             | zero    | a speed cell whose bar no correct kernel can reach on this GPU (docs/gpus.md): "zero" scores it 0, "full" gives its points |
+| LADDER_CACHE_DIR              | ~/.cache/kernel-ladder | where measured ceilings (and ptxas's reports of compiled kernels) are kept |
 | LADDER_FORCE_NO_GPU           | unset   | any value: behave as on a machine without a GPU (CPU paths on a GPU machine) |
 | LADDER_NO_DISASSEMBLER        | unset   | any value: hide cuobjdump and nvdisasm (chapter 4 falls back to PTX) |
 | LADDER_QUIET_START            | unset   | "1": `start()` prints and measures nothing (set by the grader's own processes) |
+| LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
 """
 
 from __future__ import annotations
@@ -91,6 +93,18 @@ def bars_override() -> Path | None:
     return Path(raw) if raw else None
 
 
+UNGRADABLE_POLICIES = ("zero", "full")
+
+
+def ungradable_policy() -> str:
+    """How a speed cell is scored where its bar is out of reach on this GPU: "zero" (the default: points
+    attest to a speed that was measured against a bar that means something here) or "full"."""
+    raw = (_get("LADDER_UNGRADABLE") or "zero").strip().lower()
+    if raw not in UNGRADABLE_POLICIES:
+        raise ValueError(f"LADDER_UNGRADABLE={raw!r}: use one of {', '.join(UNGRADABLE_POLICIES)}")
+    return raw
+
+
 def cache_dir() -> Path:
     raw = _get("LADDER_CACHE_DIR")
     if raw:
@@ -110,7 +124,11 @@ def quiet_start() -> bool:
     return _get("LADDER_QUIET_START") == "1"
 
 
+def trace_enabled() -> bool:
+    return _get("LADDER_TRACE") != "0"
+
+
 # The variables above, for a child process that must see the same settings and for tests.
 VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
-             "LADDER_ISOLATED", "LADDER_BARS", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU", "LADDER_NO_DISASSEMBLER",
-             "LADDER_QUIET_START")
+             "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
+             "LADDER_NO_DISASSEMBLER", "LADDER_QUIET_START", "LADDER_TRACE")

@@ -13,12 +13,7 @@
 #   EXPLOITS_K=EXPRESSION narrows the wrong or correct entries (pytest -k)
 set -uo pipefail
 part=$1; out=$2; shift 2
-mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD:$PWD/tests PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
-export JUPYTER_PATH=/tmp/site/share/jupyter
-python3 -m ipykernel install --user --name python3 >/dev/null || exit 1
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+source "$(dirname "$0")/gpu_env.sh"
 rc=0
 case "$part" in
   verdicts)

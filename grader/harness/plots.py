@@ -1,5 +1,6 @@
 """The one results plot every chapter draws: each of the learner's kernels beside torch, under this
-GPU's ceiling."""
+GPU's ceiling, with the rate the learner's kernels alone reach (their GPU time in the traced batch)
+marked on each of the learner's bars."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def plot_results(*results, title: str = ""):
     for label, r in entries:
         groups.setdefault((r.size, r.baseline_name), []).append((label, r))
 
-    labels, values, colors, notes = [], [], [], []
+    labels, values, colors, notes, alone = [], [], [], [], []
     for (size, baseline), members in groups.items():
         where = f"\n{size}" if len(sizes) > 1 else ""
         for label, r in members:
@@ -42,6 +43,8 @@ def plot_results(*results, title: str = ""):
             values.append(r.rate())
             colors.append("tab:orange")
             notes.append(f"{r.speedup:.3f}×" if r.speedup < 0.1 else f"{r.speedup:.2f}×")
+            # The rate the learner's kernels alone reach (GPU time from the traced batch), beside the call's.
+            alone.append((len(labels) - 1, r.rate(r.kernel_ms)) if r.kernel_ms else None)
         last = members[-1][1]
         labels.append(f"{baseline}{where}")
         values.append(last.rate(last.baseline_ms))
@@ -62,6 +65,14 @@ def plot_results(*results, title: str = ""):
         if not note:
             continue
         ax.text(bar.get_x() + bar.get_width() / 2, value, f"{note} torch", ha="center", va="bottom", fontsize=8)
+    marks = [m for m in alone if m is not None]
+    if marks:
+        width = bars[0].get_width()
+        for i, rate in marks:
+            ax.hlines(rate, i - width / 2, i + width / 2, colors="black", linestyles=":", linewidth=1.6)
+        ax.plot([], [], color="black", linestyle=":", label="your kernels alone (GPU time, traced)")
+        ax.legend(loc="upper right", fontsize=7.5, frameon=False)
+        top = max(top, max(rate for _, rate in marks))
     if ceiling is not None:
         ax.axhline(ceiling.ceiling_value, color="black", linestyle="--", linewidth=1)
         digits = 1 if unit == "TFLOP/s" else 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .kernel_time import KernelTime
 from .timing import Comparison
 
 CEILING_NAMES = {"copy_gbps": "copy ceiling", "fp32_tflops": "fp32 matmul ceiling (torch.mm, TF32 off)",
@@ -40,6 +41,7 @@ class SpeedResult:
     others: dict[str, float] = field(default_factory=dict)       # name -> ms
     unavailable: dict[str, str] = field(default_factory=dict)    # name -> why not measured
     flags: list[str] = field(default_factory=list)               # for the instructor (implausible speed)
+    kernels: KernelTime | None = None                             # from the traced batch (grader.cuda.trace)
 
     @property
     def speedup(self) -> float:
@@ -52,6 +54,13 @@ class SpeedResult:
     @property
     def baseline_ms(self) -> float:
         return self.comparison.baseline.median_ms
+
+    @property
+    def kernel_ms(self) -> float | None:
+        """The learner's kernels' GPU time per call, from the traced batch; None where not traced."""
+        if self.kernels is None or self.kernels.note is not None or not self.kernels.rows:
+            return None
+        return self.kernels.kernel_ms
 
     def gbps(self, ms: float | None = None) -> float:
         return self.bytes_moved / ((ms if ms is not None else self.ms) * 1e-3) / 1e9
@@ -97,6 +106,8 @@ class SpeedResult:
             lines.append(f"  {name:<16}not measured: {why}")
         for flag in self.flags:
             lines.append(f"  ⚑ {flag}")
+        if self.kernels is not None:
+            lines += self.kernels.lines(self.ms, self.baseline_ms, self.baseline_name, self.bar, self.passed)
         lines.append(f"  speedup {self.speedup:.2f}x  ({self.size}; median of {c.rounds} interleaved rounds; "
                      f"{self.gpu})")
         return "\n".join(lines)

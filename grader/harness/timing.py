@@ -83,6 +83,11 @@ class BatchBackend:
         for _ in range(self.batches):
             self._flush()
             samples.append(runner(reps) / reps)
+        # A learner's function keeps its latest round's time: the traced batches that follow the timing
+        # (grader.harness.exercise) are compared with the round closest to them in time.
+        note_round = getattr(fn, "note_round", None)
+        if note_round is not None:
+            note_round(statistics.median(samples))
         return samples
 
 

@@ -3,8 +3,10 @@
 The same code runs in the grader's worker (isolated grading) and in the notebook's own process (a
 learner's cell, `ladder check`): which kernels the call launched and which of them raised, the torch
 operations it ran on the grader's tensors, the threads it left running, the persisting L2 cache it
-reserved, whether it replaced parts of torch, Triton, the clock or the grader, and on request its
-peak memory, its tensor-core work or the kernels it would launch. grader.isolation.rules turns the
+reserved, whether it replaced parts of torch, Triton, the clock or the grader, which Triton kernels
+came from installed packages, every kernel the device executed meanwhile (grader.cuda.trace; launcher
+calls, no-op probes and traced batches), and on request its peak memory, its tensor-core work or the
+kernels it would launch. grader.isolation.rules turns the
 facts into verdicts; nothing here decides.
 
 References to the clock, the CUDA events and synchronize are taken when this module is imported,
@@ -19,7 +21,7 @@ import sys
 import threading
 import time
 
-from ..cuda import launches, tccount
+from ..cuda import launches, tccount, trace
 from ..cuda.gpu import has_gpu
 from .messages import BatchFacts, CallPolicy, Facts, RecordedKernel
 
@@ -156,6 +158,8 @@ class _Call:
         self.errors: list[str] = []
         self.ops: list[str] = []
         self.recorded: list = []
+        self.own: dict[str, int] = {}      # the learner's kernel launches that ran, by name
+        self.package: list[str] = []       # Triton kernels launched from installed packages
         self.tally = tccount.Tally() if policy.count_tensor_cores and has_gpu() else None
         self.input_storages = set()
         for t in inputs:
@@ -177,16 +181,52 @@ class _Call:
                 if launch.kind == "cuda":
                     launch.kernel.compile()   # compile errors are still the learner's to see
                 return None
+        foreign = launch.kind == "triton" and from_package(launch.kernel)
+        if foreign and launch.name not in self.package:
+            self.package.append(launch.name)
         try:
             if launch.is_kernel and self.tally is not None:
-                return tccount.launch_counted(launch, self.tally)
-            return launch.proceed()
+                result = tccount.launch_counted(launch, self.tally)
+            else:
+                result = launch.proceed()
+            if launch.is_kernel and not foreign:
+                self.own[launch.name] = self.own.get(launch.name, 0) + 1
+            return result
         except Exception as exc:
             # Raised to the learner's code (not inside an autotuner, which may discard a config that fails).
             if launches.depth() == 1:
                 first = str(exc).splitlines()[0] if str(exc) else ""
                 self.errors.append(f"`{launch.name}`: {type(exc).__name__}: {first}")
             raise
+
+
+_PACKAGE_ROOTS: tuple[str, ...] | None = None
+
+
+def _package_roots() -> tuple[str, ...]:
+    """Folders of installed packages and of Python's own library."""
+    global _PACKAGE_ROOTS
+    if _PACKAGE_ROOTS is None:
+        import site
+        import sysconfig
+
+        roots = set(site.getsitepackages()) | {site.getusersitepackages()}
+        roots |= {sysconfig.get_paths().get(k) for k in ("purelib", "platlib", "stdlib", "platstdlib")}
+        _PACKAGE_ROOTS = tuple(sorted(os.path.abspath(r) + os.sep for r in roots if r))
+    return _PACKAGE_ROOTS
+
+
+def from_package(kernel) -> str | None:
+    """The file of a Triton kernel's Python function when it lies in an installed package (a library's
+    kernel, not one the learner wrote in a cell or a file of their own), else None."""
+    fn = getattr(kernel, "fn", None)
+    while fn is not None and not hasattr(fn, "__code__") and hasattr(fn, "fn"):
+        fn = fn.fn
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    path = os.path.abspath(code.co_filename)
+    return path if path.startswith(_package_roots()) else None
 
 
 def _op_recorder(call: _Call):
@@ -223,8 +263,18 @@ def _threads() -> set:
     return {t for t in threading.enumerate() if t.is_alive()}
 
 
+def _torch_internal(t: threading.Thread) -> bool:
+    """A daemon thread torch starts for itself: the idle timer of Inductor's compile-worker pool (started
+    on any compile in the process, the course's `torch.compile` comparisons included, at a moment no
+    learner's call controls)."""
+    target = getattr(t, "_target", None)
+    owner = getattr(target, "__self__", None)
+    module = getattr(type(owner), "__module__", "") if owner is not None else getattr(target, "__module__", "")
+    return t.daemon and str(module).startswith("torch._inductor.")
+
+
 def _stray(before: set) -> list[str]:
-    new = [t for t in _threads() - before if not t.daemon or not t.name.startswith("pydevd")]
+    new = [t for t in _threads() - before if (not t.daemon or not t.name.startswith("pydevd")) and not _torch_internal(t)]
     for t in new:
         t.join(timeout=0.05)
     return [t.name for t in new if t.is_alive()]
@@ -270,11 +320,56 @@ def sync_or_broken() -> None:
         raise GPUBroken(f"the GPU reported an error after your code ran: {str(exc).splitlines()[0]}") from None
 
 
-def _facts(call: _Call, threads: set) -> Facts:
+def _facts(call: _Call, threads: set, recorder: "trace.Recorder | None" = None,
+           interfered: str | None = None) -> Facts:
+    replaced = tampered()
+    if interfered:
+        replaced = replaced + [interfered]
+    device = recorder.trace if recorder is not None else None
     return Facts(launches=list(call.launches), errors=list(call.errors), ops=sorted(set(call.ops)),
-                 stray_threads=_stray(threads), tampered=tampered(), l2_limit=_l2_limit(),
+                 stray_threads=_stray(threads), tampered=replaced, l2_limit=_l2_limit(),
                  tensor_cores=call.tally,
-                 recorded=[RecordedKernel(k.name, k.source, tuple(k.options), k.where) for k in call.recorded])
+                 recorded=[RecordedKernel(k.name, k.source, tuple(k.options), k.where) for k in call.recorded],
+                 own_launches=dict(call.own), package_launches=list(call.package), device=device)
+
+
+class _Traced:
+    """The device trace around a learner's call, when `wanted`; a failure to start or stop it (which
+    only the learner's code can cause once tracing worked in this process) is kept as a fact."""
+
+    def __init__(self, wanted: bool):
+        self.recorder = trace.Recorder() if wanted else None
+        self.interfered: str | None = None
+
+    def __enter__(self):
+        if self.recorder is not None:
+            try:
+                self.recorder.__enter__()
+            except trace.TraceInterfered as exc:
+                self.interfered, self.recorder = str(exc), None
+        return self
+
+    def __exit__(self, *exc_info):
+        if self.recorder is not None:
+            try:
+                self.recorder.__exit__(*exc_info)
+            except trace.TraceInterfered as exc:
+                self.interfered, self.recorder = str(exc), None
+        return False
+
+
+class _Counting:
+    """A stream that counts what is written to it and passes it on (a print in a timed launcher)."""
+
+    def __init__(self, stream):
+        self._stream, self.written = stream, 0
+
+    def write(self, text):
+        self.written += len(text) if isinstance(text, str) else 0
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
@@ -292,17 +387,21 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
         CLOCKS.sync()
         torch.cuda.reset_peak_memory_stats()
         before = torch.cuda.memory_allocated()
-    try:
-        with launches.intercept(call), _op_recorder(call):
-            result = fn(*args, **kwargs)
-    except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        raise LearnerRaised(exc) from None
-    sync_or_broken()
+    # Launcher calls and no-op probes are traced on the device; recording (nothing runs) and counting
+    # tensor cores (the grader's instrumented copies run in place of the learner's kernels) are not.
+    wanted = (policy.launcher or policy.noop) and not (policy.record or policy.count_tensor_cores)
+    with _Traced(wanted) as traced:
+        try:
+            with launches.intercept(call), _op_recorder(call):
+                result = fn(*args, **kwargs)
+        except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise LearnerRaised(exc) from None
+        sync_or_broken()
     if policy.memory and gpu:
         peak = torch.cuda.max_memory_allocated() - before
-    facts = _facts(call, threads)
+    facts = _facts(call, threads, traced.recorder, traced.interfered)
     facts.peak_bytes = peak
     if not plain(result):
         facts.not_plain = describe_type(result)
@@ -310,9 +409,11 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
     return result, facts
 
 
-def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int) -> BatchFacts:
+def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = False) -> BatchFacts:
     """`reps` calls in a row, rotating through `argsets`, between two CUDA events (the second after a
-    device-wide synchronize, so work on any stream falls inside); the host clock without a GPU."""
+    device-wide synchronize, so work on any stream falls inside); the host clock without a GPU. With
+    `traced`, the device is traced and what the calls print is counted (for the speed report: tracing
+    slows the device, so a traced batch's time never makes a verdict)."""
     import torch
 
     CLOCKS.capture_gpu()
@@ -323,32 +424,48 @@ def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int) -> BatchFacts:
     reset_l2()
     per_call = []
     CLOCKS.sync()
-    if gpu:
-        start, end = CLOCKS.event(enable_timing=True), CLOCKS.event(enable_timing=True)
-        CLOCKS.record(start)
-    t0 = CLOCKS.perf_counter()
-    with launches.intercept(call):
-        for r in range(reps):
-            call.launches = []
-            try:
-                fn(*argsets[r % len(argsets)], **kwargs)
-            except BaseException as exc:  # noqa: BLE001
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                raise LearnerRaised(exc) from None
-            per_call.append(tuple(sorted(set(call.launches))))
-    sync_or_broken()
-    if gpu:
-        CLOCKS.record(end)
-        CLOCKS.sync()
-    host_ms = (CLOCKS.perf_counter() - t0) * 1e3
+    out_streams = (sys.stdout, sys.stderr)
+    if traced:
+        sys.stdout, sys.stderr = _Counting(sys.stdout), _Counting(sys.stderr)
+    try:
+        with _Traced(traced) as tracer:
+            if gpu:
+                start, end = CLOCKS.event(enable_timing=True), CLOCKS.event(enable_timing=True)
+                CLOCKS.record(start)
+            t0 = CLOCKS.perf_counter()
+            in_launcher = 0.0   # host time inside the learner's function (traced batches: the report's figure)
+            with launches.intercept(call):
+                for r in range(reps):
+                    call.launches = []
+                    try:
+                        if traced:
+                            t_call = CLOCKS.perf_counter()
+                            fn(*argsets[r % len(argsets)], **kwargs)
+                            in_launcher += CLOCKS.perf_counter() - t_call
+                        else:
+                            fn(*argsets[r % len(argsets)], **kwargs)
+                    except BaseException as exc:  # noqa: BLE001
+                        if isinstance(exc, KeyboardInterrupt):
+                            raise
+                        raise LearnerRaised(exc) from None
+                    per_call.append(tuple(sorted(set(call.launches))))
+            sync_or_broken()
+            if gpu:
+                CLOCKS.record(end)
+                CLOCKS.sync()
+            host_ms = (CLOCKS.perf_counter() - t0) * 1e3
+    finally:
+        printed = sum(getattr(s, "written", 0) for s in (sys.stdout, sys.stderr))
+        if traced:
+            sys.stdout, sys.stderr = out_streams
     event_ms = CLOCKS.elapsed(start, end) if gpu else host_ms
-    base = _facts(call, threads)
+    base = _facts(call, threads, tracer.recorder, tracer.interfered)
     sets: dict[tuple, int] = {}
     for names in per_call:
         sets[names] = sets.get(names, 0) + 1
     return BatchFacts(**vars(base), min_launches=min(map(len, per_call)) if per_call else 0, event_ms=event_ms,
-                      host_ms=host_ms, kernel_sets=list(sets.items()))
+                      host_ms=host_ms, kernel_sets=list(sets.items()), printed=printed,
+                      launcher_ms=in_launcher * 1e3)
 
 
 def plain(value, depth: int = 0) -> bool:

@@ -14,9 +14,12 @@ it is loaded.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cuda.tally import Tally
+
+if TYPE_CHECKING:  # a name for an annotation; replies carry DeviceTrace values (remote's allow-list names it)
+    from ..cuda.trace import DeviceTrace
 from ..learner.code import KernelOutcome
 
 
@@ -52,6 +55,12 @@ class Facts:
     peak_bytes: int | None = None                          # with CallPolicy.memory
     tensor_cores: Tally | None = None                      # with CallPolicy.count_tensor_cores
     recorded: list[RecordedKernel] = field(default_factory=list)   # with CallPolicy.record
+    # Device-side accounting (grader.cuda.trace, grader.isolation.foreign): the learner's own kernel
+    # launches that ran, by name; Triton kernels launched from installed packages (not the learner's
+    # cells or files); and what the device executed, or why it was not traced.
+    own_launches: dict[str, int] = field(default_factory=dict)
+    package_launches: list[str] = field(default_factory=list)
+    device: DeviceTrace | None = None
 
 
 @dataclass
@@ -61,6 +70,8 @@ class BatchFacts(Facts):
     event_ms: float = 0.0                                  # between CUDA events (the host clock on a CPU)
     host_ms: float = 0.0                                   # the running process's own clock
     kernel_sets: list[tuple[tuple[str, ...], int]] = field(default_factory=list)  # (kernels a call ran, calls)
+    printed: int = 0                                       # characters the calls wrote to stdout/stderr (traced batches)
+    launcher_ms: float = 0.0                               # host time inside the learner's function (traced batches)
 
 
 # ------------------------------------------------------------------------ verifier -> worker
@@ -95,6 +106,7 @@ class Bind:
 class Batch:
     bid: int
     reps: int
+    traced: bool = False    # trace the device (grader.cuda.trace): for the speed report, never a timed verdict
 
 
 @dataclass

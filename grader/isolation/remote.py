@@ -166,7 +166,7 @@ class WorkerHandle:
 # say) is refused.
 _MESSAGES = {("grader.isolation.messages", n) for n in (
     "Facts", "BatchFacts", "RecordedKernel", "CallPolicy", "Loaded", "Described", "Called", "Bound", "Batched",
-    "Failed")} | {("grader.cuda.tally", "Tally")}
+    "Failed")} | {("grader.cuda.tally", "Tally"), ("grader.cuda.trace", "DeviceTrace"), ("grader.cuda.trace", "DeviceOp")}
 _SAFE_GLOBALS = _MESSAGES | {
     ("builtins", n) for n in ("list", "tuple", "dict", "set", "frozenset", "int", "float", "complex", "str", "bytes",
                               "bytearray", "bool", "slice", "range")
@@ -232,7 +232,7 @@ class RemoteFunction(LearnerFunction):
         reply: Bound = self.handle.request(Bind(self.name, argsets, {}), config.call_timeout_s(), f"`{self.name}`")
         return reply.bid
 
-    def _timed(self, bid, reps):
-        reply: Batched = self.handle.request(Batch(bid, reps), config.call_timeout_s() + reps * 0.5,
+    def _timed(self, bid, reps, traced=False):
+        reply: Batched = self.handle.request(Batch(bid, reps, traced), config.call_timeout_s() + reps * 0.5,
                                              f"`{self.name}` (timed runs)")
         return reply.facts

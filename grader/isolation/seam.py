@@ -5,7 +5,8 @@ runs, and nothing outside this package asks where. Its operations:
 
 - `call(*args, noop=...)`: one call (a launcher writes into the grader's `out`); the rules of
   grader.isolation.rules are enforced on what it did before the result is returned;
-- `batch(argsets, after_batch)`: timed batches of calls, for the timing backend, with sampled re-checks;
+- `batch(argsets, after_batch)`: timed batches of calls, for the timing backend, with sampled re-checks,
+  and one traced batch (grader.cuda.trace) for the speed report;
 - `launches(*args)`: the CUDA kernels a call would launch (recorded, never run);
 - `count_tensor_cores(*args)`: a call whose kernels run as instrumented copies that count their MMAs;
 - `peak_memory(*args)`: the bytes a call allocates beyond what was allocated before it;
@@ -65,7 +66,7 @@ class LearnerFunction:
         """Prepare timed batches over `argsets`; returns what `_timed` needs."""
         raise NotImplementedError
 
-    def _timed(self, bound, reps: int) -> BatchFacts:
+    def _timed(self, bound, reps: int, traced: bool = False) -> BatchFacts:
         raise NotImplementedError
 
     def _twin(self, trailing: tuple) -> "LearnerFunction":
@@ -143,17 +144,30 @@ class Batch:
         self.required = frozenset.intersection(*seen) if seen else frozenset()
         self.bound = fn._bind(self.argsets)
         self.batches = 0
+        self.last_round_ms: float | None = None   # see note_round
 
     def timed_batch(self, reps: int) -> float:
+        return self._run(reps, traced=False).event_ms
+
+    def note_round(self, ms_per_call: float) -> None:
+        """The timing backend's median time per call in the latest round (untraced)."""
+        self.last_round_ms = ms_per_call
+
+    def traced_batch(self, reps: int) -> BatchFacts:
+        """One batch with the device traced: what ran and for how long, for the speed report and the
+        kernel rules. Its time makes no verdict (tracing slows the device; grader.cuda.trace)."""
+        return self._run(reps, traced=True)
+
+    def _run(self, reps: int, traced: bool) -> BatchFacts:
         what = f"`{self.fn.name}` (timed runs)"
         t0 = time.perf_counter()
-        facts = self.fn._timed(self.bound, reps)
+        facts = self.fn._timed(self.bound, reps, traced)
         host_ms = (time.perf_counter() - t0) * 1e3
-        rules.enforce_batch(facts, what, reps, self.required, host_ms)
+        rules.enforce_batch(facts, what, reps, self.required, host_ms, torch_ops=self.fn.torch_ops)
         self.batches += 1
         if self.after_batch is not None:
             self.after_batch(reps)
-        return facts.event_ms
+        return facts
 
 
 # ----------------------------------------------------------------------------- in this process
@@ -198,9 +212,9 @@ class LocalFunction(LearnerFunction):
     def _bind(self, argsets):
         return argsets
 
-    def _timed(self, bound, reps):
+    def _timed(self, bound, reps, traced=False):
         try:
-            return gather.run_batch(self.fn, bound, {}, reps)
+            return gather.run_batch(self.fn, bound, {}, reps, traced=traced)
         except gather.LearnerRaised as raised:
             raise translate(raised.exc, f"`{self.name}` (timed runs)") from None
         except gather.GPUBroken as exc:

@@ -99,7 +99,7 @@ class Worker:
         fn, argsets, kwargs, pairs = self.bound[msg.bid]
         for theirs, mine in pairs:  # the verifier's current inputs, poisoned outputs and guard bands
             mine.copy_(theirs)
-        facts = gather.run_batch(fn, argsets, kwargs, msg.reps)
+        facts = gather.run_batch(fn, argsets, kwargs, msg.reps, traced=msg.traced)
         for theirs, mine in pairs:  # results, guard bands and inputs back, for the verifier to check
             theirs.copy_(mine)
         gather.CLOCKS.sync()

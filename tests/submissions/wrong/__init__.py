@@ -8,7 +8,8 @@ keyed by the grade_id of a solution cell; cells not named keep the instructor's 
               "device": "cpu" if the verdict is reached without a GPU too, "gpu" if only on one}
 
 and optionally `"sanitize": "racecheck"` (or "memcheck", "synccheck") for a fault only
-compute-sanitizer sees. README.md in this folder tabulates them.
+compute-sanitizer sees, and `"message": "..."`, words the rejection must contain on both paths (the
+foreign kernel's library, the named cause). README.md in this folder tabulates them.
 
 Submissions that change a solution cell do it with `edited(solution_cell(...), (old, new), ...)`, so
 that they follow the solution when it is edited and fail loudly when a change no longer applies.
@@ -56,6 +57,32 @@ def edited(source: str, *changes: tuple[str, str], count: int = 1) -> str:
                              "update this submission")
         source = source.replace(old, new)
     return source
+
+
+# ------------------------------------------------------------------ copy kernels several students share
+
+# A Triton kernel that copies n elements: students who get an answer elsewhere and write it into `out`
+# with a kernel of their own, so that `out` is written by a learner's kernel.
+TRITON_COPY_KERNEL = '''
+
+@triton.jit
+def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+'''
+
+# The same in CUDA C, as a cell defines it: `copy_kernel(grid, block, (src, dst, np.int64(n)))`.
+CUDA_COPY_KERNEL = '''
+COPY_SRC = r"""
+extern "C" __global__ void copy_out(const float* src, float* dst, long long n)
+{
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
+"""
+copy_kernel = load_kernel(COPY_SRC, "copy_out", where="COPY_SRC")
+'''
 
 
 # ------------------------------------------------------------------ chapter 5 pieces several students share

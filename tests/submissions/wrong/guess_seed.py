@@ -6,7 +6,7 @@ for seed t into `out`, with a Triton copy kernel of its own (zeros for a shape i
 reads the inputs during the call. The verifier draws every seed from the operating system's random
 source (62 bits), so the copied products belong to other inputs: it must be rejected as a wrong
 result."""
-from submissions.wrong import CH05, notebook_cell
+from submissions.wrong import CH05, TRITON_COPY_KERNEL, notebook_cell
 
 CHAPTER_DIR = CH05
 _SOLUTION = notebook_cell(CH05, "matmul-solution")
@@ -23,12 +23,7 @@ for _shape in _shapes:
         _products.setdefault(_shape, []).append((_a.float() @ _b.float()).half())
 _calls = {}
 
-
-@triton.jit
-def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+''' + TRITON_COPY_KERNEL + '''
 
 
 def matmul(a, b, out):

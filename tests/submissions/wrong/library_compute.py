@@ -3,18 +3,12 @@ with a Triton copy kernel of its own. The values are right and a learner's kerne
 element of `out`, so replacing that kernel with a no-op does change the output: a "was the kernel
 used?" test alone passes it. It must be rejected because a library call (aten::mm, cuBLAS on a GPU)
 computed the answer."""
-from submissions.wrong import CH05, notebook_cell
+from submissions.wrong import CH05, TRITON_COPY_KERNEL, notebook_cell
 
 CHAPTER_DIR = CH05
 _SOLUTION = notebook_cell(CH05, "matmul-solution")
 CELLS = {
-    "matmul-solution": _SOLUTION[:_SOLUTION.index("\ndef matmul(a, b, out):")] + '''
-
-@triton.jit
-def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+    "matmul-solution": _SOLUTION[:_SOLUTION.index("\ndef matmul(a, b, out):")] + TRITON_COPY_KERNEL + '''
 
 
 def matmul(a, b, out):

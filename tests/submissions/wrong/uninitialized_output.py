@@ -5,18 +5,12 @@ still holding the answer (a trick that has beaten graders which compute the refe
 same process). The verifier computes its reference in another process and poisons `out` before the
 call, so the uninitialised buffer holds no answer: the values are wrong, and it must be rejected as a
 wrong result. The copy kernel does write `out`, so nothing but the values gives it away."""
-from submissions.wrong import CH05, notebook_cell
+from submissions.wrong import CH05, TRITON_COPY_KERNEL, notebook_cell
 
 CHAPTER_DIR = CH05
 _SOLUTION = notebook_cell(CH05, "matmul-solution")
 CELLS = {
-    "matmul-solution": _SOLUTION[:_SOLUTION.index("\ndef matmul(a, b, out):")] + '''
-
-@triton.jit
-def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+    "matmul-solution": _SOLUTION[:_SOLUTION.index("\ndef matmul(a, b, out):")] + TRITON_COPY_KERNEL + '''
 
 
 def matmul(a, b, out):

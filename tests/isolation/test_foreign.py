@@ -1,0 +1,141 @@
+"""The `library-compute` rule on device traces (grader.isolation.foreign, grader.isolation.rules):
+every kernel that ran inside a learner's call must be one the learner's code launched, or a fill or
+copy. The traces were recorded on an H100 (tests/cuda/traces/)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from grader.cuda import trace
+from grader.errors import CheckFailed
+from grader.isolation import facts as gather
+from grader.isolation import foreign, rules
+from grader.isolation.messages import Facts
+
+TRACES = Path(__file__).parents[1] / "cuda" / "traces"
+
+
+def call(trace_name: str | None = None, own=None, package=(), device=None) -> Facts:
+    if device is None and trace_name:
+        device = trace.read_chrome_trace(json.loads((TRACES / f"{trace_name}.json").read_text()))
+    return Facts(launches=list(own or {}) or ["copy_kernel"], own_launches=dict(own or {}),
+                 package_launches=list(package), device=device)
+
+
+def test_cublas_through_ctypes_is_named_in_the_rejection():
+    with pytest.raises(CheckFailed) as exc:
+        rules.enforce(call("ctypes_cublas", own={"copy_kernel": 1}), "`sgemm`", launcher=True)
+    assert exc.value.reason == "library-compute"
+    assert "cuBLAS kernel `sm80_xmma_gemm_f32f32" in str(exc.value) and "inside `sgemm`" in str(exc.value)
+    assert "only your kernel may compute" in str(exc.value)
+
+
+def test_cupy_matmul_and_graph_replays_are_rejected():
+    for name in ("cupy_matmul", "graph_replay", "other_thread"):
+        with pytest.raises(CheckFailed, match="cuBLAS kernel") as exc:
+            rules.enforce(call(name, own={"copy_kernel": 1}), "`matmul`", launcher=True)
+        assert exc.value.reason == "library-compute"
+
+
+def test_the_learners_own_kernel_fills_and_copies_pass():
+    rules.enforce(call("load_kernel", own={"vadd": 1}), "`vector_add`", launcher=True)
+    cupy_copies = call("cupy_fill_copy", own={"copy_kernel": 1})
+    cupy_copies.device.ops.append(trace.DeviceOp("kernel", "copy_kernel", count=1, total_us=3.0))
+    rules.enforce(cupy_copies, "`matmul`", launcher=True)
+
+
+def test_a_kernel_the_hooks_did_not_see_is_rejected_even_with_a_learner_like_name():
+    with pytest.raises(CheckFailed, match="a kernel your code did not make, `vadd`"):
+        rules.enforce(call("load_kernel", own={"other": 1}), "`vector_add`", launcher=True)
+
+
+def test_more_runs_of_a_name_than_the_learner_launched_are_foreign():
+    device = trace.DeviceTrace(ops=[trace.DeviceOp("kernel", "sm90_xmma_gemm_f16f16", count=2, total_us=9.0)])
+    with pytest.raises(CheckFailed, match="ran 1 times|ran inside") as exc:
+        rules.enforce(call(device=device, own={"sm90_xmma_gemm_f16f16": 1}), "`matmul`", launcher=True)
+    assert exc.value.reason == "library-compute"
+
+
+def test_a_triton_kernel_from_an_installed_package_is_rejected_without_a_trace():
+    with pytest.raises(CheckFailed, match="_bsr_strided_addmm_kernel") as exc:
+        rules.enforce(call(own={"copy_kernel": 1}, package=["_bsr_strided_addmm_kernel"]), "`matmul`", launcher=True)
+    assert exc.value.reason == "library-compute"
+
+
+def test_the_courses_own_torch_comparisons_may_use_library_kernels():
+    facts = call("ctypes_cublas", own={"copy_kernel": 1})
+    facts.device.ops.append(trace.DeviceOp("kernel", "copy_kernel", count=1, total_us=3.0))
+    rules.enforce(facts, "`matmul` + torch epilogue", launcher=True, torch_ops=True)
+
+
+def test_no_trace_means_only_the_other_rules():
+    rules.enforce(call(device=trace.DeviceTrace(note="no GPU"), own={"copy_kernel": 1}), "`f`", launcher=True)
+
+
+def test_a_trace_that_lost_every_learner_kernel_was_interfered_with():
+    with pytest.raises(CheckFailed) as exc:
+        rules.enforce(call("cupy_fill_copy", own={"vadd": 1}), "`vector_add`", launcher=True)
+    assert exc.value.reason == "tampered" and "device trace" in str(exc.value)
+
+
+def test_calls_timed_untraced_cannot_beat_the_kernels_alone():
+    rules.enforce_traced_timing(0.72, 0.71, "`f`")
+    # Clocks move between the timing and the traced batches (a tensor-core GEMM by up to 17% on an H100).
+    rules.enforce_traced_timing(0.588, 0.6875, "`f`")
+    # A launcher that computes with a library whenever no trace runs: fast untraced, slow traced.
+    with pytest.raises(CheckFailed) as exc:
+        rules.enforce_traced_timing(0.20, 0.71, "`matmul`")
+    assert exc.value.reason == "library-compute" and "28%" in str(exc.value)
+    rules.enforce_traced_timing(0.20, 0.0, "`f`")   # nothing traced: nothing to compare
+
+
+@pytest.mark.parametrize("name,library", [
+    ("nvjet_hsh_128x256_64x4_2x1_v_bz_coopA_NNT", "cuBLAS"),
+    ("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x256x64", "cuBLAS"),
+    ("triton_poi_fused_add_mul_relu_0", "torch.compile (Inductor) Triton"),
+    ("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4>>", "torch attention (SDPA)"),
+    ("_ZN6cudapy8__main__10add_kernelB2v1", "Numba"),
+    ("void cub::DeviceReduceKernel<float>", "CUB"),
+    ("void at::native::reduce_kernel<512, 1>", "torch"),
+    ("cupy_matmul_something", "CuPy"),
+    ("my_kernel", None),
+])
+def test_a_foreign_kernel_is_named_by_its_library(name, library):
+    assert foreign.library_of(name) == library
+
+
+def test_allow_list_holds_fills_and_copies_only():
+    assert foreign.allowed("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                           "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)")
+    assert foreign.allowed("cupy_copy__float32_float16")
+    assert not foreign.allowed("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>")
+    assert not foreign.allowed("cupy_matmul")
+    assert foreign.short("void at::native::elementwise_kernel<128, 2, X>(int, X)") == \
+        "at::native::elementwise_kernel<128, 2, X>"
+
+
+def test_a_triton_function_in_an_installed_package_is_told_from_the_learners():
+    class Kernel:  # a JITFunction's shape: the Python function is `.fn`
+        def __init__(self, fn):
+            self.fn = fn
+
+    assert gather.from_package(Kernel(json.dumps)) == os.path.abspath(json.dumps.__code__.co_filename)
+    assert gather.from_package(Kernel(lambda: None)) is None
+    assert gather.from_package(object()) is None
+
+
+def test_torchs_own_compile_pool_timer_is_not_a_learners_stray_thread():
+    import threading
+    import types
+
+    module = types.ModuleType("torch._inductor.compile_worker.fake_timer")
+    Timer = type("Timer", (), {"check": lambda self: None, "__module__": module.__name__})
+    theirs = threading.Thread(target=Timer().check, daemon=True, name="subproc_worker_timer")
+    mine = threading.Thread(target=lambda: None, daemon=True, name="subproc_worker_timer")
+    assert gather._torch_internal(theirs) and not gather._torch_internal(mine)
+    not_daemon = threading.Thread(target=Timer().check, name="subproc_worker_timer")
+    assert not gather._torch_internal(not_daemon)
