@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -11,53 +10,9 @@ from .errors import LadderError
 
 
 def cmd_doctor(args) -> int:
-    from .cuda.gpu import driver_version, gpu_info, gpu_or_reason, versions
-    from .cuda.nvrtc import nvrtc_available
-    from .cuda.toolkit import find_wmma_headers
-    from .harness.ceilings import WHAT_STILL_WORKS, ceilings
-    from .harness.quiet import captured_stderr
+    from .notebooks.doctor import run
 
-    report: dict = {"versions": versions()}
-    info = gpu_info()
-    headers = find_wmma_headers()
-    nvrtc_ok, nvrtc_what = nvrtc_available()
-    report["cuda_headers"] = {"ok": headers.ok, "detail": headers.describe()}
-    report["nvrtc_compile_only"] = {"ok": nvrtc_ok, "detail": nvrtc_what}
-    if info is None:
-        report["gpu"] = None
-        report["no_gpu_reason"] = gpu_or_reason()[1]
-    else:
-        with captured_stderr():
-            ceil = ceilings(remeasure=args.remeasure)
-        report["gpu"] = {"name": info.name, "compute_capability": info.cc, "sms": info.sm_count,
-                         "l2_mib": round(info.l2_bytes / 2**20, 1), "memory_gib": round(info.memory_bytes / 2**30, 1),
-                         "driver": driver_version()}
-        report["ceilings"] = {"copy_gbps": ceil.copy_gbps, "fp32_tflops": ceil.fp32_tflops,
-                              "fp16_tflops": ceil.fp16_tflops, "measured": ceil.measured}
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return 0
-    print("Kernel Ladder doctor")
-    if info is None:
-        print(f"  GPU            none: {report['no_gpu_reason']}")
-    else:
-        g = report["gpu"]
-        print(f"  GPU            {g['name']}, compute capability {g['compute_capability']}, {g['sms']} SMs, "
-              f"{g['l2_mib']:g} MiB L2, {g['memory_gib']:g} GiB; driver {g['driver'] or 'unknown'}")
-    for name, version in report["versions"].items():
-        print(f"  {name:<14} {version}")
-    print(f"  CUDA headers   {headers.describe()}")
-    print(f"  NVRTC          {'available' if nvrtc_ok else 'not available'}: {nvrtc_what} "
-          "(compile-only checks without a GPU)")
-    if info is None:
-        print(WHAT_STILL_WORKS)
-        return 0
-    c = report["ceilings"]
-    print("Ceilings of this GPU (cached; `ladder doctor --remeasure` measures again):")
-    print(f"  copy bandwidth  {c['copy_gbps']:>8,.0f} GB/s   device-to-device, bytes read + written")
-    print(f"  fp32 matmul     {c['fp32_tflops']:>8.1f} TFLOP/s torch.mm, TF32 off")
-    print(f"  fp16 matmul     {c['fp16_tflops']:>8.0f} TFLOP/s torch.mm, tensor cores")
-    return 0
+    return run(args.target, remeasure=args.remeasure, kernels=args.kernels, as_json=args.json)
 
 
 def cmd_compile(args) -> int:
@@ -187,9 +142,19 @@ def resolve_notebook(arg: str) -> Path:
 def cmd_grade(args) -> int:
     from .notebooks.grading import grade
 
+    if args.ungradable:
+        import os
+        os.environ["LADDER_UNGRADABLE"] = args.ungradable  # the graded notebooks' kernels inherit it
+
     grades = grade(Path(args.submissions), args.assignment, Path(args.workspace),
                    Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None)
     return 0 if all(g.error is None for g in grades) else 1
+
+
+def archs_names() -> tuple[str, ...]:
+    from .cuda.archs import NAMES
+
+    return NAMES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,8 +177,15 @@ def build_parser() -> argparse.ArgumentParser:
                      help="this Python environment (default) or your user account")
     lab.set_defaults(func=cmd_lab)
 
-    d = sub.add_parser("doctor", help="show the GPU, library versions, CUDA headers and the GPU's ceilings")
+    d = sub.add_parser("doctor", help="show the GPU, library versions, CUDA headers, the GPU's ceilings, and what "
+                                      "each chapter can do on this GPU (or on --target architectures)")
     d.add_argument("--remeasure", action="store_true", help="measure the ceilings again instead of using the cache")
+    d.add_argument("--target", nargs="+", metavar="ARCH", choices=archs_names(),
+                   help=f"the table for these architectures instead of this GPU, from compiling for them (no GPU "
+                        f"needed): {', '.join(archs_names())}")
+    d.add_argument("--kernels", action="store_true",
+                   help="also compile every kernel in solutions/ for each architecture and report its shared memory, "
+                        "registers and tensor-core instructions (minutes for sm_75)")
     d.add_argument("--json", action="store_true", help="machine-readable output")
     d.set_defaults(func=cmd_doctor)
 
@@ -250,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--workspace", default="grading", help="nbgrader course folder to grade in (default: grading/)")
     g.add_argument("--csv", help="where to write the grades CSV (default: WORKSPACE/grades.csv)")
     g.add_argument("--bars", help="a pass-bar override file (sets LADDER_BARS for the graded notebooks)")
+    g.add_argument("--ungradable", choices=("zero", "full"),
+                   help="how to score a speed cell whose bar no correct kernel can reach on this GPU, such as "
+                        "chapter 5 on a T4 (sets LADDER_UNGRADABLE; default zero; docs/gpus.md)")
     where = g.add_mutually_exclusive_group()
     where.add_argument("--isolated", action="store_true",
                        help="check graded cells in fresh processes, out of the notebook's reach (the default; "

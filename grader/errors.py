@@ -35,6 +35,7 @@ REASONS = {
     "no-tensor-cores": "a tensor-core exercise ran kernels without tensor-core instructions",
     "not-skipped": "a causal launch computed the key tiles above the diagonal (counted tensor-core work)",
     "below-bar": "correct, but slower than the exercise's pass bar",
+    "not-gradable": "the speed bar is out of reach of any correct kernel on this GPU (scored by LADDER_UNGRADABLE)",
     "memory": "the launch allocated more memory than the exercise allows",
     "stderr": "a graded cell wrote to stderr",
     "not-run": "the cell never ran: an earlier cell stopped the notebook or it timed out first",
@@ -70,6 +71,13 @@ class NoGPUError(CheckFailed):
     reason = "no-gpu"
 
 
+class NotGradable(CheckFailed):
+    """The speed bar cannot be reached by any correct kernel on this GPU (grader.harness.feasibility
+    says why); raised only where the instructor's policy scores such a cell 0."""
+
+    reason = "not-gradable"
+
+
 class NotImplementedYet(LadderError, NotImplementedError):
     """The learner has not written this part yet (the released stub is still in place)."""
 
@@ -101,7 +109,7 @@ class WorkerCrashed(CheckFailed):
 
 
 BY_NAME = {cls.__name__: cls for cls in (LadderError, CheckFailed, NoGPUError, NotImplementedYet, KernelCompileError,
-                                         KernelLaunchError, CheckTimedOut, WorkerCrashed)}
+                                         KernelLaunchError, CheckTimedOut, WorkerCrashed, NotGradable)}
 
 
 def as_dict(exc: BaseException) -> dict:

@@ -26,7 +26,8 @@ import torch
 
 from ..harness import plots
 from ..harness.answers import call_learner, check_floor_ms, check_gemm_flops, require_close
-from ..cuda.gpu import gpu_info, gpu_or_reason, has_gpu
+from ..cuda import archs
+from ..cuda.gpu import arch_here, gpu_info, gpu_or_reason, has_gpu
 from ..errors import CheckFailed
 from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, as_learner, check_correctness, check_speed,
                                 measure_speed, measure_version)
@@ -160,6 +161,104 @@ SANITIZE = (
     SmallSizes(FUSED, "matmul_bias_act", ((1, 1, 1), (33, 47, 95), (130, 260, 70))),
     SmallSizes(SPLIT_K, "matmul_splitk", ((1, 1, 1), (31, 33, 35), (3, 100, 1500)), stretch=True),
 )
+
+
+# ------------------------------------------------------------------ configurations that fit this GPU
+
+def pipeline_buffers(config, arch: archs.Arch) -> int:
+    """How many K chunks of A and B Triton keeps in shared memory for `config` on `arch`.
+
+    Read from the compiler, not assumed: Triton 3.6 and 3.9 compile a `num_stages` = s pipeline to
+    s - 1 buffers where tl.dot becomes mma.sync (sm_80 to sm_89) and to s where it becomes Hopper's
+    wgmma (sm_90, for tiles of at least 64 rows: the worked 32 x 32 kernel stays on mma.sync there,
+    with s - 1). `compiled.metadata.shared` of every configuration of the solution on every
+    architecture: tests/cuda/test_cross_arch.py. Architectures the course does not check get s."""
+    return config.num_stages if arch.capability >= (9, 0) else max(1, config.num_stages - 1)
+
+
+def shared_memory_bytes(config, arch: archs.Arch) -> int:
+    """The shared memory a matmul configuration asks for on `arch`: its pipeline's buffers, each a
+    BLOCK_M x BLOCK_K block of A and a BLOCK_K x BLOCK_N block of B, in fp16. (On sm_75, where
+    tl.dot runs on FMA units and nothing is pipelined with cp.async, Triton takes less than this.)"""
+    kw = config.kwargs
+    return pipeline_buffers(config, arch) * (kw["BLOCK_M"] * kw["BLOCK_K"] + kw["BLOCK_K"] * kw["BLOCK_N"]) * 2
+
+
+def configs_that_fit(configs: list) -> list:
+    """The autotuning configurations whose shared memory fits this GPU's limit per block.
+
+    Without a GPU (Triton's interpreter: nothing to time) only the first. A configuration that does
+    not fit would fail to launch ("out of resources"); leaving it out saves compiling it. If none
+    fits, the smallest is kept, so that the launch fails with Triton's own message."""
+    arch = arch_here()
+    if arch is None:
+        return list(configs[:1])
+    fits = [c for c in configs if shared_memory_bytes(c, arch) <= arch.max_shared_per_block]
+    return fits or [min(configs, key=lambda c: shared_memory_bytes(c, arch))]
+
+
+def show_configs(configs: list) -> None:
+    """Each configuration's shared memory on this GPU against its limit, and whether it is tried."""
+    arch = arch_here()
+    if arch is None:
+        print("No GPU: the interpreter runs the first configuration only. On a GPU, each configuration's "
+              "shared memory is compared with the GPU's limit per block:")
+        rows = [(a, None) for a in archs.ARCHS]
+    else:
+        rows = [(arch, set(map(id, configs_that_fit(configs))))]
+    for row_arch, kept in rows:
+        print(f"{row_arch.describe()}: {row_arch.max_shared_per_block / 1024:g} KiB per block")
+        for c in configs:
+            need = shared_memory_bytes(c, row_arch)
+            fits = need <= row_arch.max_shared_per_block
+            verdict = ("tried" if id(c) in kept else "left out") if kept is not None else ("fits" if fits else "too big")
+            print(f"  {_describe_config(c):<44}{need / 1024:6.0f} KiB  {verdict}")
+
+
+def doctor_notes(arch: archs.Arch, ns: dict) -> list[str]:
+    """What `ladder doctor` says of this chapter on `arch`, given the solution notebook's names."""
+    configs = ns.get("MATMUL_CONFIGS")
+    if not configs:
+        return []
+    with archs.targeting(arch):
+        kept = configs_that_fit(configs)
+    left_out = [c for c in configs if c not in kept]
+    line = (f"5a, 5b autotuning: {len(kept)} of the solution's {len(configs)} configurations fit "
+            f"{arch.max_shared_per_block / 1024:g} KiB per block")
+    if left_out:
+        line += " (left out: " + "; ".join(f"{_describe_config(c)}, {shared_memory_bytes(c, arch) / 1024:g} KiB"
+                                           for c in left_out) + ")"
+    return [line]
+
+
+def _describe_config(config) -> str:
+    kw = config.kwargs
+    return (f"{kw['BLOCK_M']} x {kw['BLOCK_N']} x {kw['BLOCK_K']}, {config.num_warps} warps, "
+            f"{config.num_stages} stages")
+
+
+# ------------------------------------------------------------------ the solution, compiled for other GPUs
+
+def _matmul_args(size: Size, device: str):
+    return (*_inputs(size, torch.Generator(), device), _output(size, device))
+
+
+def _fused_args(size: Size, device: str):
+    return (*_inputs(size, torch.Generator(), device, bias=True), _output(size, device))
+
+
+def solution_launches(ns: dict, device: str = "meta") -> list[Callable[[], object]]:
+    """Calls that reach every Triton kernel the solution notebook defines (`ns`: its cells run),
+    at the shapes the notebook times: grader/notebooks/shipped.py records their launches and compiles
+    each one for other architectures. Meta tensors: nothing is allocated or run."""
+    x = torch.empty(1000, device=device)
+    return [
+        lambda: ns["scale_kernel"][(4,)](x, torch.empty_like(x), x.numel(), 3.0, BLOCK=256),
+        lambda: ns["naive_matmul"](*_matmul_args(SPEED_SIZE_5A, device)),
+        lambda: ns["matmul"](*_matmul_args(SPEED_SIZE_5A, device)),
+        lambda: ns["matmul_bias_act"](*_fused_args(SPEED_SIZE_5B, device)),
+        lambda: ns["matmul_splitk"](*_matmul_args(SPEED_SIZE_SPLIT_K, device)),
+    ]
 
 
 # ------------------------------------------------------------------ the learner's launchers

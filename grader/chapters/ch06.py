@@ -27,7 +27,7 @@ from typing import Callable
 
 import torch
 
-from ..cuda.gpu import free_gpu_bytes, gpu_or_reason
+from ..cuda.gpu import arch_here, free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed, LadderError, NoGPUError, NotImplementedYet
 from ..harness import correctness, plots
 from ..harness.answers import call_learner, require_close
@@ -198,6 +198,24 @@ SANITIZE = (
 
 HIDDEN_SIZES = ((1, 1, 1, 64), (1, 1, 2, 128), (3, 5, 17, 64), (1, 2, 129, 128), (2, 2, 255, 64),
                 (1, 3, 1001, 64), (2, 1, 4097, 128), (1, 2, 16384, 64), (1, 1, 16384, 128))
+
+
+# ------------------------------------------------------------------ the solution, compiled for other GPUs
+
+def solution_launches(ns: dict, device: str = "meta") -> list[Callable[[], object]]:
+    """Calls that reach every Triton kernel the solution notebook defines (`ns`: its cells run): the
+    forward pass at the timing shape with D = 64 and D = 128, causal and not, and the backward pass:
+    grader/notebooks/shipped.py records their launches and compiles each one for other architectures.
+    Meta tensors: nothing is allocated or run."""
+    calls = []
+    for d in (64, 128):
+        q, k, v = make_inputs((*SPEED_SIZE[:3], d), torch.Generator(), device)
+        for causal in (False, True):
+            calls.append(lambda q=q, k=k, v=v, causal=causal: ns["attention"](q, k, v, torch.empty_like(q), causal))
+            if d == 64:
+                grads = [torch.empty_like(q) for _ in range(5)]   # out, dout, dq, dk, dv
+                calls.append(lambda q=q, k=k, v=v, g=grads, causal=causal: ns["attention_backward"](q, k, v, *g, causal))
+    return calls
 
 
 # ------------------------------------------------------------------ the learner's launcher, bound
@@ -670,3 +688,18 @@ def plot_scaling(attention, sizes=(512, 1024, 2048, 4096, 8192, 16384), batch_he
     ax_m.set_title("memory: only naive grows like N²")
     fig.tight_layout()
     return fig
+
+
+# Shared memory per block below which the solution's 128-row tiles at D = 128 do not fit: Triton needs
+# 96 KiB for them with 3 stages on sm_75 (cross-compiled, tests/cuda/test_cross_arch.py), over a T4's
+# 64 KiB. Every other architecture the course names has 99 KiB or more.
+ROWS_128_AT_D128_BYTES = 96 * 1024
+
+
+def tile_rows(head_dim: int) -> int:
+    """Rows of Q per program for the solution's launch on this GPU: 128, or 64 at D = 128 on a GPU whose
+    shared memory per block is too small for 128 (a T4). Without a GPU (the interpreter), 128."""
+    arch = arch_here()
+    if head_dim > 64 and arch is not None and arch.max_shared_per_block < ROWS_128_AT_D128_BYTES:
+        return 64
+    return 128

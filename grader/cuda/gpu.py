@@ -9,6 +9,7 @@ from functools import lru_cache
 from importlib import metadata
 
 from .. import config
+from . import archs
 
 
 @lru_cache(maxsize=1)
@@ -63,6 +64,27 @@ def gpu_info() -> GPUInfo | None:
                    uuid=str(getattr(p, "uuid", p.name)))
 
 
+def arch_here() -> archs.Arch | None:
+    """The architecture compiled for now: the one grader.cuda.archs.targeting names, else this GPU's,
+    with the device's own limits where torch reports them; None without either."""
+    from dataclasses import replace
+
+    chosen = archs.target()
+    if chosen is not None:
+        return chosen
+    info = gpu_info()
+    if info is None:
+        return None
+    arch = archs.of_capability(info.capability, info.name)
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    measured = {"max_shared_per_block": getattr(props, "shared_memory_per_block_optin", None),
+                "max_threads_per_sm": getattr(props, "max_threads_per_multi_processor", None),
+                "registers_per_sm": getattr(props, "regs_per_multiprocessor", None)}
+    return replace(arch, **{k: int(v) for k, v in measured.items() if v})
+
+
 def _version(dist: str) -> str | None:
     try:
         return metadata.version(dist)
@@ -87,6 +109,42 @@ def versions() -> dict[str, str]:
     for dist in ("nbgrader", "nbclient", "nbval", "cuda-bindings", "cuda-pathfinder"):
         out[dist] = _version(dist) or "not installed"
     return out
+
+
+DISTRIBUTION = "kernel-ladder"
+# The CuPy builds are one package for the course: the range declared for the CUDA 12 build holds for
+# whichever is installed (README: "CuPy and your CUDA version").
+_CUPY_BUILDS = ("cupy-cuda12x", "cupy-cuda13x", "cupy")
+
+
+def version_warnings() -> list[str]:
+    """Every installed dependency whose version is outside the range the course declares.
+
+    The ranges are read from this package's own installed metadata (pyproject.toml's dependencies, as
+    pip recorded them), so they are written once; for an editable install, `pip install -e .` again
+    after changing them."""
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:  # an offline environment built without it: say so, check nothing
+        return ["the `packaging` package is not installed, so installed versions were not compared with the "
+                "tested ranges"]
+    try:
+        declared = metadata.requires(DISTRIBUTION) or []
+    except metadata.PackageNotFoundError:
+        return [f"the course is not installed as the package {DISTRIBUTION!r} (`pip install -e .`), so the "
+                "versions it was tested with cannot be read"]
+    warnings = []
+    for text in declared:
+        req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue  # an extra (dev), or another platform's
+        names = _CUPY_BUILDS if req.name in _CUPY_BUILDS else (req.name,)
+        for name in names:
+            installed = _version(name)
+            if installed is not None and not req.specifier.contains(installed, prereleases=True):
+                warnings.append(f"{name} {installed} is outside the tested range {req.name}{req.specifier}: the "
+                                f"course may work, but nobody has checked (pyproject.toml says what was)")
+    return warnings
 
 
 def driver_version() -> str | None:

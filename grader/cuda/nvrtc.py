@@ -71,11 +71,31 @@ def locate_in_notebook(source: str) -> tuple[str, int] | None:
     return None
 
 
+_NEEDS_NEWER = re.compile(r"Feature '(?P<feature>[^']+)' requires \.target (?P<arch>sm_\d+)")
+
+
+def needs_newer_gpu(log: str, target: str = "") -> str:
+    """For a log in which the assembler refused instructions the target architecture lacks (cp.async
+    below sm_80, wgmma below sm_90): a sentence that says so; else ""."""
+    # "cp.async.commit_group" is part of "cp.async": name each feature by its first two words.
+    found = {".".join(m["feature"].split(".")[:2]): m["arch"] for m in _NEEDS_NEWER.finditer(log)}
+    if not found:
+        return ""
+    needed = max(found.values(), key=lambda a: int(a[3:]))
+    compiled_for = re.search(r"(?:--gpu-architecture=|for ')(?:sm|compute)_(\d+)", target + " " + log)
+    arch = f"sm_{compiled_for.group(1)}" if compiled_for else "this architecture"
+    return (f"it uses {', '.join(sorted(found))}, which needs compute capability {needed[3]}.{needed[4:]} or newer "
+            f"({needed} and later), so it cannot be compiled for {arch}, nor run on a GPU of that architecture.")
+
+
 def format_compile_log(log: str, source: str, name: str, target: str = "") -> str:
     """Turn an NVRTC log into a message that quotes the learner's lines with their numbers."""
     src_lines = source.splitlines()
     where = locate_in_notebook(source)
     out = [f"the CUDA kernel `{name}` did not compile{f' ({target})' if target else ''}:"]
+    newer = needs_newer_gpu(log, target)
+    if newer:
+        out[0] += f" {newer} The assembler's words:"
     seen = 0
     for raw in log.splitlines():
         m = _LOG_LINE.match(raw.strip())

@@ -1,17 +1,30 @@
-"""Pass bars: one data file keyed by exercise, which an instructor can override.
+"""Pass bars: one data file keyed by exercise, which an instructor can override, with bars for
+particular GPU architectures where one family needs its own.
 
-The defaults live in `grader/bars.toml`. `LADDER_BARS=/path/to/file.toml` names an override file
-(grader.config); its entries replace the defaults key by key, field by field.
+The defaults live in `grader/bars.toml` (its header documents the format). `LADDER_BARS=/path/to/
+file.toml` names an override file (grader.config); its entries replace the defaults key by key, field
+by field, architecture by architecture.
+
+A bar is looked up for an architecture: by default the one of this process's GPU (or the one
+grader.cuda.archs.targeting names), none without a GPU. An exercise's `by_arch` entry for that
+architecture replaces its fields. `needs` names what the bar's calibration assumed of the GPU
+(capabilities that grader.cuda.capabilities checks by compiling); grader.harness.feasibility
+decides from them whether the bar can be graded on a GPU at all.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
 from .. import config
 from ..errors import LadderError
+
+_ARCH = re.compile(r"sm_\d{2,3}")
+_FIELDS = ("bar", "baseline", "what", "graded", "calibration", "needs")
+HERE = object()   # bar_for's default: the architecture compiled for now
 
 
 @dataclass(frozen=True)
@@ -23,6 +36,8 @@ class Bar:
     graded: bool = True
     calibration: str = ""
     source: str = "grader/bars.toml"
+    needs: tuple[str, ...] = ()       # capabilities the bar assumes (grader.cuda.capabilities)
+    arch: str | None = None           # the architecture whose by_arch entry this bar is, if any
 
 
 def _read(path_or_text, source: str) -> dict:
@@ -32,35 +47,93 @@ def _read(path_or_text, source: str) -> dict:
         raise LadderError(f"pass-bar file {source} is not valid TOML: {exc}") from None
 
 
-def load_bars() -> dict[str, Bar]:
-    """All bars, defaults merged with the instructor's override file if LADDER_BARS is set."""
-    table = _read(resources.files("grader").joinpath("bars.toml").read_text(), "grader/bars.toml")
+def _split_archs(table: dict, source: str) -> dict:
+    """Each exercise's `by_arch` with keys of several architectures ("sm_86 sm_89") given one entry each."""
+    for key, fields in table.items():
+        by_arch = fields.get("by_arch")
+        if by_arch is None:
+            continue
+        if not isinstance(by_arch, dict):
+            raise LadderError(f"pass bar {key!r}: `by_arch` must be a table of architectures ({source})")
+        split: dict[str, dict] = {}
+        for names, entry in by_arch.items():
+            if not isinstance(entry, dict):
+                raise LadderError(f"pass bar {key!r}: by_arch.{names} must be a table ({source})")
+            for name in re.split(r"[\s,]+", names.strip()):
+                if not _ARCH.fullmatch(name):
+                    raise LadderError(f"pass bar {key!r}: {name!r} in by_arch is not an architecture such as "
+                                      f"sm_86 ({source})")
+                split.setdefault(name, {}).update(entry)
+        fields["by_arch"] = split
+    return table
+
+
+def load_table() -> tuple[dict, dict[str, str]]:
+    """(the merged table, where each key's entry came from): defaults, then the override file."""
+    table = _split_archs(_read(resources.files("grader").joinpath("bars.toml").read_text(), "grader/bars.toml"),
+                         "grader/bars.toml")
     sources = {key: "grader/bars.toml" for key in table}
     path = config.bars_override()
     if path is not None:
         if not path.is_file():
             raise LadderError(f"LADDER_BARS={path} does not name a file")
-        for key, fields in _read(path.read_text(), str(path)).items():
-            table.setdefault(key, {}).update(fields)
+        for key, fields in _split_archs(_read(path.read_text(), str(path)), str(path)).items():
+            entry = table.setdefault(key, {})
+            for name, value in fields.items():
+                if name == "by_arch":
+                    for arch, arch_fields in value.items():
+                        entry.setdefault("by_arch", {}).setdefault(arch, {}).update(arch_fields)
+                else:
+                    entry[name] = value
             sources[key] = str(path)
+    return table, sources
+
+
+def _bar(key: str, fields: dict, source: str, arch: str | None) -> Bar:
+    unknown = sorted(set(fields) - set(_FIELDS) - {"by_arch"})
+    if unknown:
+        raise LadderError(f"pass bar {key!r} has unknown field(s) {', '.join(unknown)} ({source}); "
+                          f"known: {', '.join(_FIELDS)}, by_arch")
+    if "bar" not in fields:
+        raise LadderError(f"pass bar {key!r} has no 'bar' value ({source})")
+    try:
+        value = float(fields["bar"])
+    except (TypeError, ValueError):
+        raise LadderError(f"pass bar {key!r} is not a number: {fields['bar']!r}") from None
+    if not value > 0:
+        raise LadderError(f"pass bar {key!r} must be positive, got {value}")
+    needs = fields.get("needs", [])
+    if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
+        raise LadderError(f"pass bar {key!r}: `needs` must be a list of capability names ({source})")
+    return Bar(key=key, bar=value, baseline=fields.get("baseline", "torch"), what=fields.get("what", key),
+               graded=bool(fields.get("graded", True)), calibration=fields.get("calibration", ""), source=source,
+               needs=tuple(needs), arch=arch)
+
+
+def _current_arch() -> str | None:
+    from ..cuda.gpu import arch_here
+
+    arch = arch_here()
+    return arch.name if arch is not None else None
+
+
+def load_bars(arch=HERE) -> dict[str, Bar]:
+    """All bars for `arch` ("sm_86"; None: the defaults, whatever the GPU; HERE: this GPU's), defaults
+    merged with the instructor's override file if LADDER_BARS is set."""
+    if arch is HERE:
+        arch = _current_arch()
+    table, sources = load_table()
     bars = {}
     for key, fields in table.items():
-        if "bar" not in fields:
-            raise LadderError(f"pass bar {key!r} has no 'bar' value ({sources[key]})")
-        try:
-            value = float(fields["bar"])
-        except (TypeError, ValueError):
-            raise LadderError(f"pass bar {key!r} is not a number: {fields['bar']!r}") from None
-        if not value > 0:
-            raise LadderError(f"pass bar {key!r} must be positive, got {value}")
-        bars[key] = Bar(key=key, bar=value, baseline=fields.get("baseline", "torch"),
-                        what=fields.get("what", key), graded=bool(fields.get("graded", True)),
-                        calibration=fields.get("calibration", ""), source=sources[key])
+        specific = (fields.get("by_arch") or {}).get(arch) if arch else None
+        base = {k: v for k, v in fields.items() if k != "by_arch"}
+        bars[key] = _bar(key, {**base, **specific} if specific else base, sources[key],
+                         arch if specific else None)
     return bars
 
 
-def bar_for(key: str) -> Bar:
-    bars = load_bars()
+def bar_for(key: str, arch=HERE) -> Bar:
+    bars = load_bars(arch)
     if key not in bars:
         raise LadderError(f"no pass bar for exercise {key!r}; known: {', '.join(sorted(bars))}")
     return bars[key]

@@ -1,8 +1,9 @@
 """`ladder release`: regenerate course/ from solutions/ through nbgrader, or check it is current.
 
 course/ is generated, never edited by hand. Release first brings the figures in solutions/ up to
-date (grader.notebooks.figures), then has nbgrader release every assignment into a temporary folder, and
-only then touches course/:
+date (grader.notebooks.figures), then has nbgrader release every assignment into a temporary folder,
+puts the Colab setup cell (grader.notebooks.colab) first in every released notebook there, and only
+then touches course/:
 
 - `--check` compares that fresh release with course/, file by file. Jupyter's checkpoint folders
   and caches (course.IGNORED) are not part of a release and are left out of the comparison.
@@ -24,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import figures
+from . import colab, figures
 from ..errors import LadderError
 from ..harness.quiet import captured_stderr
 from .course import IGNORED, RELEASE_DIR, SOURCE_DIR, assignments, configure_course, nbgrader_env, repo_root
@@ -53,6 +54,11 @@ def generate(root: Path, release_dir: Path, names: list[str]) -> None:
             if not result["success"]:
                 raise LadderError(f"nbgrader could not release {name}:\n{result.get('error') or result.get('log')}"
                                   f"\n{err.summary()}")
+    # Added to the released copy only: solutions/ stays nbgrader's source, and the same template
+    # gives the same bytes on every release, so `--check` and the manifest see no change.
+    for name in names:
+        for notebook in sorted((release_dir / name).glob("*.ipynb")):
+            colab.add_setup_cell(notebook)
 
 
 # ------------------------------------------------------------------------------------- files

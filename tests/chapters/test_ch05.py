@@ -378,3 +378,64 @@ def test_gpu_stub_kernel_with_a_written_launcher_is_not_written_yet():
     run_cell(kernel_only, ns, "/tmp/kernel-ladder/ch05/gpu_kernel_stub.py")
     with pytest.raises(NotImplementedYet, match="write the body of your `@triton.jit` kernel"):
         ch05.check_matmul(ns["matmul"], sizes=[(64, 64, 64)], trials=1)
+
+
+# ------------------------------------------------------------------ configurations that fit the GPU
+
+def _config(bm, bn, bk, warps, stages):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_warps=warps,
+                         num_stages=stages)
+
+
+def test_shared_memory_counts_the_buffers_triton_compiles_to():
+    """Triton keeps s - 1 buffers where tl.dot is mma.sync and s where it is wgmma (compiled figures for
+    every configuration and architecture: tests/cuda/test_cross_arch.py)."""
+    from grader.cuda import archs
+
+    config = _config(128, 256, 64, 8, 3)    # one buffer: (128 x 64 + 64 x 256) x 2 bytes = 48 KiB
+    assert ch05.shared_memory_bytes(config, archs.by_name("sm_86")) == 96 * 1024
+    assert ch05.shared_memory_bytes(config, archs.by_name("sm_90")) == 144 * 1024
+
+
+def test_the_configurations_kept_are_those_that_fit_the_architecture(monkeypatch):
+    from grader.cuda import archs
+
+    monkeypatch.setenv("LADDER_FORCE_NO_GPU", "1")
+    configs = [_config(128, 256, 64, 8, 3), _config(128, 128, 64, 4, 4), _config(128, 128, 32, 4, 3)]
+    assert ch05.configs_that_fit(configs) == configs[:1], "no GPU: the interpreter gets the first only"
+    with archs.targeting(archs.by_name("sm_90")):
+        assert ch05.configs_that_fit(configs) == configs
+    with archs.targeting(archs.by_name("sm_75")):
+        assert ch05.configs_that_fit(configs) == configs[2:]
+    tiny = archs.by_name("sm_75").__class__("sm_75", "test", "test", 1024, 8 * 1024)
+    with archs.targeting(tiny):
+        assert ch05.configs_that_fit(configs) == configs[2:], "none fits: the smallest, for Triton's own error"
+
+
+def test_the_solution_keeps_at_least_two_large_tile_configurations_on_99_and_64_kib_parts():
+    from grader.cuda import archs
+    from grader.notebooks import shipped
+
+    for name in ("sm_75", "sm_86", "sm_89"):
+        arch = archs.by_name(name)
+        ns = shipped.solution_namespace("ch05", NOTEBOOK, arch)
+        kept = ns["TUNED_CONFIGS"]
+        assert len(kept) >= 2 and all(ch05.shared_memory_bytes(c, arch) <= arch.max_shared_per_block for c in kept)
+        assert sum(c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] >= 128 * 128 for c in kept) >= 2, name
+    assert len(shipped.solution_namespace("ch05", NOTEBOOK, archs.by_name("sm_90"))["TUNED_CONFIGS"]) == 6
+
+
+def test_show_configs_prints_every_architecture_without_a_gpu(monkeypatch, capsys):
+    monkeypatch.setenv("LADDER_FORCE_NO_GPU", "1")
+    ch05.show_configs([_config(128, 256, 64, 8, 3), _config(128, 128, 32, 4, 3)])
+    out = capsys.readouterr().out
+    assert "sm_75 (Turing" in out and "64 KiB per block" in out and "too big" in out and "fits" in out
+
+
+def test_the_chapter_text_states_the_per_architecture_shared_memory_limits():
+    text = json.loads(NOTEBOOK.read_text())
+    tuning = next("".join(c["source"]) for c in text["cells"] if c.get("id") == "tuning-md")
+    flat = " ".join(tuning.split())
+    for words in ("64 KiB on compute capability 7.5", "163 KiB on 8.0", "99 KiB on 8.6 and 8.9", "227 KiB on 9.0"):
+        assert words in flat, words
+    assert "ch05.configs_that_fit" in flat and "metadata.shared" in flat

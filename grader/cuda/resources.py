@@ -1,0 +1,113 @@
+"""What a compiled kernel asks of an SM (registers per thread, shared memory, spills), read from the
+report of NVIDIA's assembler, and whether a block of it can launch on an architecture.
+
+`ptxas --verbose` prints, for every kernel it assembles, the registers each thread uses, the static
+shared memory, and the bytes spilled to local memory. NVRTC runs the same assembler and passes the
+report on (`--ptxas-options=--verbose`); for Triton's PTX the grader runs the ptxas Triton itself
+uses. No GPU is needed for either. A launch adds what only it knows: the threads per block, and the
+dynamic shared memory (all of a Triton kernel's, `metadata.shared`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import config
+from ..errors import LadderError
+from .archs import MAX_THREADS_PER_BLOCK, STATIC_SHARED_LIMIT, WARP, Arch
+
+VERBOSE = "--ptxas-options=--verbose"   # NVRTC's spelling
+
+_ENTRY = re.compile(r"Compiling entry function '(?P<name>[^']+)' for '(?P<arch>[^']+)'")
+_SPILLS = re.compile(r"(?P<stack>\d+) bytes stack frame, (?P<stores>\d+) bytes spill stores, (?P<loads>\d+) bytes spill loads")
+_USED = re.compile(r"Used (?P<regs>\d+) registers(?P<rest>.*)")
+_SMEM = re.compile(r"(?P<smem>\d+) bytes smem")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One kernel's resources as ptxas assembled it for `arch`."""
+    name: str
+    arch: str
+    registers: int          # per thread
+    static_shared: int      # bytes of `__shared__` arrays
+    spill_bytes: int        # stores to local memory the register allocator could not avoid
+    stack: int
+
+    def describe(self) -> str:
+        spills = f", {self.spill_bytes:,} bytes spilled" if self.spill_bytes else ", no spills"
+        return f"{self.registers} registers a thread, {self.static_shared / 1024:g} KiB static shared memory{spills}"
+
+
+def parse_report(log: str) -> dict[str, Usage]:
+    """{kernel name: Usage} from ptxas's verbose report (or an NVRTC log holding one)."""
+    found: dict[str, Usage] = {}
+    name = arch = None
+    stack = spills = 0
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            name, arch, stack, spills = m["name"], m["arch"], 0, 0
+        elif (m := _SPILLS.search(line)) and name:
+            stack, spills = int(m["stack"]), int(m["stores"])
+        elif (m := _USED.search(line)) and name:
+            smem = _SMEM.search(m["rest"])
+            found[name] = Usage(name, arch, int(m["regs"]), int(smem["smem"]) if smem else 0, spills, stack)
+            name = None
+    return found
+
+
+def assemble_report(ptx: str, gpu_name: str, ptxas: str) -> dict[str, Usage]:
+    """Assemble `ptx` for `gpu_name` ("sm_86", "sm_90a") with `ptxas --verbose`; its report per kernel.
+
+    Reports are kept in LADDER_CACHE_DIR by a hash of the PTX, the target and the assembler: a large
+    kernel spilling on sm_75 takes seconds to assemble, and CI's processes ask for the same ones."""
+    key = hashlib.sha256("\0".join((ptx, gpu_name, ptxas, str(Path(ptxas).stat().st_mtime_ns))).encode()).hexdigest()
+    cached = config.cache_dir() / "ptxas-reports" / f"{key}.txt"
+    try:
+        return parse_report(cached.read_text())
+    except OSError:
+        pass
+    with tempfile.TemporaryDirectory(prefix="ladder_ptxas_") as tmp:
+        src = Path(tmp) / "kernel.ptx"
+        src.write_text(ptx)
+        proc = subprocess.run([ptxas, "--verbose", f"--gpu-name={gpu_name}", str(src), "-o", str(Path(tmp) / "k.o")],
+                              capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise LadderError(f"ptxas could not assemble the PTX for {gpu_name}: {proc.stderr.strip()[:2000]}")
+    report = proc.stdout + proc.stderr
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(report)
+    except OSError:  # a read-only home: assemble again next time
+        pass
+    return parse_report(report)
+
+
+def launch_problems(usage: Usage, arch: Arch, threads: int, dynamic_shared: int = 0) -> list[str]:
+    """Why a block of `threads` threads of this kernel cannot launch on `arch` (empty: it can)."""
+    problems = []
+    if threads > MAX_THREADS_PER_BLOCK:
+        problems.append(f"{threads} threads per block, more than the {MAX_THREADS_PER_BLOCK} any GPU allows")
+    if usage.registers > arch.max_registers_per_thread:
+        problems.append(f"{usage.registers} registers a thread, more than {arch.name}'s {arch.max_registers_per_thread}")
+    # Registers are handed out a warp at a time, in units of 256 (8 a thread).
+    per_warp = -(-usage.registers * WARP // 256) * 256
+    warps = -(-threads // WARP)
+    if per_warp * warps > arch.registers_per_sm:
+        problems.append(f"{warps} warps of {usage.registers} registers a thread need {per_warp * warps:,} registers, "
+                        f"more than the {arch.registers_per_sm:,} of an SM")
+    if usage.static_shared > STATIC_SHARED_LIMIT:
+        problems.append(f"{usage.static_shared:,} bytes of static shared memory, more than the "
+                        f"{STATIC_SHARED_LIMIT // 1024} KiB `__shared__` arrays may use")
+    shared = usage.static_shared + dynamic_shared
+    if shared > arch.max_shared_per_block:
+        problems.append(f"{shared / 1024:g} KiB of shared memory per block, more than {arch.name}'s "
+                        f"{arch.max_shared_per_block / 1024:g} KiB")
+    if threads > arch.max_threads_per_sm:
+        problems.append(f"{threads} threads per block, more than the {arch.max_threads_per_sm} an SM of {arch.name} holds")
+    return problems

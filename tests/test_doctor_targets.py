@@ -1,0 +1,128 @@
+"""`ladder doctor --target`: the feasibility table for the five architectures the course names, made on
+any machine (no GPU) from compiling for each, and the warnings about untested library versions."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from grader.cuda import gpu
+
+TARGETS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"]
+
+
+def _doctor(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader.cli", "doctor", "--target", *TARGETS, *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def tables() -> dict:
+    proc = _doctor("--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    return {t["arch"]: t for t in report["feasibility"]}
+
+
+def test_every_target_gets_a_table(tables):
+    assert list(tables) == TARGETS
+    for t in tables.values():
+        assert set(t["capabilities"]) == {"tensor-core tl.dot", "WMMA", "cp.async"}
+        assert {"1a", "4", "4-stretch", "5a", "5b", "6", "6-causal"} <= set(t["bars"])
+
+
+def test_on_sm75_triton_speed_is_not_gradable_because_tl_dot_compiles_to_fma(tables):
+    t = tables["sm_75"]
+    tl_dot = t["capabilities"]["tensor-core tl.dot"]
+    assert not tl_dot["present"] and "fma.rn.f32" in tl_dot["evidence"] and "no mma" in tl_dot["evidence"]
+    for key in ("5a", "5b", "6"):
+        entry = t["bars"][key]
+        assert entry["status"] == "not gradable" and entry["missing"] == ["tensor-core tl.dot"], (key, entry)
+        assert "FMA" in entry["reason"] and "no correct Triton kernel can reach" in entry["reason"]
+    for key in ("5a-stretch", "6-stretch"):
+        assert t["bars"][key]["status"] == "out of reach"
+    # Timed against the learner's own launcher: reachable on any GPU.
+    assert t["bars"]["6-causal"]["status"] == "graded"
+
+
+def test_on_sm75_the_cp_async_stretch_does_not_run(tables):
+    t = tables["sm_75"]
+    assert not t["capabilities"]["cp.async"]["present"]
+    assert "requires .target sm_80" in t["capabilities"]["cp.async"]["evidence"]
+    stretch = t["bars"]["4-stretch"]
+    assert stretch["status"] == "does not run" and stretch["missing"] == ["cp.async"]
+    assert t["bars"]["4"]["status"] == "graded" and t["capabilities"]["WMMA"]["present"]
+
+
+@pytest.mark.parametrize("arch", TARGETS[1:])
+def test_from_sm80_on_every_bar_is_graded_or_reported(tables, arch):
+    t = tables[arch]
+    assert all(c["present"] for c in t["capabilities"].values()), t["capabilities"]
+    assert {e["status"] for e in t["bars"].values()} == {"graded", "reported"}
+    tensor_cores = "wgmma" if arch == "sm_90" else "mma.sync"
+    assert tensor_cores in t["capabilities"]["tensor-core tl.dot"]["evidence"]
+
+
+def test_the_99_kib_family_has_its_own_5a_bar(tables):
+    for arch in ("sm_86", "sm_89"):
+        entry = tables[arch]["bars"]["5a"]
+        assert entry["for_this_arch"] and entry["bar"] == pytest.approx(0.55)
+    assert not tables["sm_90"]["bars"]["5a"]["for_this_arch"] and tables["sm_90"]["bars"]["5a"]["bar"] == 0.75
+
+
+def test_chapter_5_lists_the_configurations_each_architecture_keeps(tables):
+    assert "6 of the solution's 6 configurations fit 99 KiB" in tables["sm_86"]["notes"]["ch05"][0]
+    assert "3 of the solution's 6 configurations fit 64 KiB" in tables["sm_75"]["notes"]["ch05"][0]
+
+
+def test_the_limits_come_from_the_architecture_table(tables):
+    assert "1,024 threads per SM, 64 KiB" in tables["sm_75"]["limits"]
+    assert "1,536 threads per SM, 99 KiB" in tables["sm_89"]["limits"]
+    assert "2,048 threads per SM, 227 KiB" in tables["sm_90"]["limits"]
+
+
+def test_the_printed_table_marks_what_is_not_gradable_and_says_why():
+    proc = _doctor()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "NOT GRADABLE [" in out and "does not run [" in out and "graded 0.55x" in out
+    assert "sm_75 lacks tensor cores for Triton's tl.dot on fp16" in out
+    assert "LADDER_UNGRADABLE" in out
+    assert proc.stderr == "", proc.stderr
+
+
+def test_an_unknown_target_is_refused():
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "doctor", "--target", "sm_61"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+# ------------------------------------------------------------------------- versions
+
+def test_the_installed_versions_are_in_the_tested_ranges():
+    assert gpu.version_warnings() == []
+
+
+def test_a_version_outside_its_range_is_warned_about(monkeypatch):
+    declared = ['torch<2.14,>=2.11', 'triton<3.10,>=3.6; platform_system == "Linux"', 'cupy-cuda12x<15,>=14',
+                'pytest>=99; extra == "dev"']
+    monkeypatch.setattr(gpu.metadata, "requires", lambda dist: declared)
+    versions = {"torch": "2.9.1+cu128", "triton": "3.5.0", "cupy-cuda13x": "13.6.0", "pytest": "8.0"}
+    monkeypatch.setattr(gpu, "_version", lambda dist: versions.get(dist))
+    warnings = gpu.version_warnings()
+    assert any(w.startswith("torch 2.9.1+cu128 is outside the tested range torch<2.14,>=2.11") for w in warnings)
+    assert any(w.startswith("triton 3.5.0 is outside") for w in warnings) == sys.platform.startswith("linux")
+    # CuPy's CUDA 13 build is held to the range declared for the CUDA 12 one.
+    assert any(w.startswith("cupy-cuda13x 13.6.0 is outside the tested range cupy-cuda12x") for w in warnings)
+    assert not any("pytest" in w for w in warnings), "a dev extra is not a requirement of the course"
+
+
+def test_the_ranges_are_declared_once_and_cap_what_the_grader_reaches_into():
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for package in ("torch", "triton", "cupy-cuda12x", "nbgrader", "nbclient"):
+        spec = next(d for d in deps if d.startswith(package))
+        assert ">=" in spec and "<" in spec, f"{spec}: a tested range has both ends"
