@@ -148,6 +148,30 @@ def gpu_target(arch: Arch):
     return GPUTarget("cuda", arch.number, 32)
 
 
+def _import_gluon() -> None:
+    """Import Triton's Gluon package (newer Tritons import it on a kernel's first bind) as the process's
+    triton.language was made. Gluon wraps triton.language's standard functions and asserts they are JIT
+    functions unless the interpreter is on; in a process that imported Triton under the interpreter (a
+    notebook's `start()` without a GPU) they are interpreted functions, and a cross-compile, which turns
+    the interpreter off, would fail that assertion on import."""
+    import sys
+
+    if "triton.experimental.gluon" in sys.modules:
+        return
+    try:
+        import triton.language.standard as standard
+        from triton import knobs
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:
+        return
+    with knobs.runtime.scope():
+        knobs.runtime.interpret = isinstance(getattr(standard, "cdiv", None), InterpretedFunction)
+        try:
+            import triton.experimental.gluon  # noqa: F401
+        except ImportError:
+            pass
+
+
 def compile_kernel(fn, args: tuple, kwargs: dict, arch: Arch):
     """Triton's CompiledKernel for `fn(*args, **kwargs)` on `arch`, specialised as a launch would be."""
     import triton
@@ -160,6 +184,7 @@ def compile_kernel(fn, args: tuple, kwargs: dict, arch: Arch):
                           f"(triton.runtime.jit.create_function_from_signature): {exc}") from None
     target = gpu_target(arch)
     backend = make_backend(target)
+    _import_gluon()
     with quiet_triton():
         binder = create_function_from_signature(fn.signature, fn.params, backend)
         bound, specialization, options = binder(*args, **kwargs)
