@@ -59,12 +59,19 @@ def test_cpu_backend_measures_real_work():
     assert cmp.speedup < 1
 
 
-def test_speed_check_passes_and_reports(capsys):
+def test_speed_check_passes_and_reports(capsys, tmp_path, monkeypatch):
+    # torch.add timed as a learner's launcher against itself sits at about 0.8x on a CPU (the launch
+    # hooks cost microseconds against a 50 µs add, and the learner's calls rotate between two input sets
+    # while torch's reuse one): too close to 1a's 0.70 for a busy 2-core CI machine. This test is about
+    # the passing report, so it sets an instructor's bar that an equal kernel clears with room.
+    bars = tmp_path / "bars.toml"
+    bars.write_text('["1a"]\nbar = 0.25\n')
+    monkeypatch.setenv("LADDER_BARS", str(bars))
     result = check_speed(ch01.VECTOR_ADD, torch_kernel(lambda a, b, out: torch.add(a, b, out=out)), device="cpu",
                          backend=CPUBackend(0.01), size=1 << 18)
     out = capsys.readouterr().out
-    assert result.passed and result.graded
-    assert "✓ 1a speed, vector add: passed (bar 0.70x torch.add)" in out
+    assert result.passed and result.graded and result.bar == 0.25
+    assert "✓ 1a speed, vector add: passed (bar 0.25x torch.add)" in out
     assert "GB/s" in out and "interleaved rounds" in out
     assert result.bytes_moved == 12 * (1 << 18)
 
