@@ -351,10 +351,6 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
         kernels=kernels)
 
 
-# The traced batches after timing last about this long: long enough that a launcher's per-call costs show.
-TRACED_BATCH_MS = 20.0
-
-
 def _traced(ex: Exercise, fn: LearnerFunction, candidate, baseline, sampler: "_TimedSets", backend, cmp,
             what: str) -> KernelTime | None:
     """Two traced batches of the learner's calls after the timed rounds (and of a baseline that is the
@@ -373,13 +369,12 @@ def _traced(ex: Exercise, fn: LearnerFunction, candidate, baseline, sampler: "_T
 
 
 def _traced_pair(batch, median_ms: float, backend, sampler: "_TimedSets", what: str) -> KernelTime:
-    import math
-
-    reps = int(min(5000, max(1, math.ceil(TRACED_BATCH_MS / max(median_ms, 1e-3)))))
+    """Two traced batches as long as a timed one; the rule on the lesser busy time, the report from the first."""
+    reps = timing.reps_for(backend.target_ms, median_ms)
     times = []
     for _ in range(2):
         sampler.poison_all()
-        backend._flush()
+        backend.flush()
         times.append(KernelTime.from_batch(batch.traced_batch(reps), reps))
     sampler.poison_all()
     if times[0].note is None:

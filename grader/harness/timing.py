@@ -21,6 +21,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
+def reps_for(target_ms: float, ms_per_call: float) -> int:
+    """Calls in a batch that lasts about `target_ms` when one call takes `ms_per_call` (1 to 5,000)."""
+    return int(min(5000, max(1, math.ceil(target_ms / max(ms_per_call, 1e-3)))))
+
+
 class BatchBackend:
     """Batches of back-to-back calls between two CUDA events, the second after a device-wide synchronize.
 
@@ -44,7 +49,7 @@ class BatchBackend:
 
             torch.cuda.synchronize()
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         if self.device != "cuda":
             return
         import torch
@@ -76,12 +81,12 @@ class BatchBackend:
 
     def times_ms(self, fn) -> list[float]:
         runner = fn.timed_batch if hasattr(fn, "timed_batch") else self._local(fn)
-        self._flush()
+        self.flush()
         one = runner(1)  # warm-up, and the estimate that sizes the batches
-        reps = int(min(5000, max(1, math.ceil(self.target_ms / max(one, 1e-3)))))
+        reps = reps_for(self.target_ms, one)
         samples = []
         for _ in range(self.batches):
-            self._flush()
+            self.flush()
             samples.append(runner(reps) / reps)
         # A learner's function keeps its latest round's time: the traced batches that follow the timing
         # (grader.harness.exercise) are compared with the round closest to them in time.
@@ -103,7 +108,7 @@ class CPUBackend:
     def times_ms(self, fn) -> list[float]:
         if hasattr(fn, "timed_batch"):
             one = fn.timed_batch(1)
-            reps = int(min(5000, max(1, math.ceil(self.min_run_time_s * 1e3 / max(one, 1e-3)))))
+            reps = reps_for(self.min_run_time_s * 1e3, one)
             return [fn.timed_batch(reps) / reps for _ in range(3)]
         from torch.utils.benchmark import Timer
 
