@@ -1,4 +1,4 @@
-"""The `ladder` command: start, lab, doctor, compile, check, release, grade."""
+"""The `ladder` command: start, lab, doctor, compile, profile, check, release, grade."""
 
 from __future__ import annotations
 
@@ -13,6 +13,34 @@ def cmd_doctor(args) -> int:
     from .notebooks.doctor import run
 
     return run(args.target, remeasure=args.remeasure, kernels=args.kernels, as_json=args.json)
+
+
+def cmd_profile(args) -> int:
+    from .profiling import recorded
+    from .profiling.ncu import ProfileUnavailable, profile_notebook
+
+    nb = Path(args.notebook)
+    if not nb.is_file():
+        raise LadderError(f"no notebook at {nb}")
+    try:
+        result = profile_notebook(nb, args.exercise, out_dir=Path(args.out) if args.out else None,
+                                  launcher=args.launcher, size=args.size)
+    except ProfileUnavailable as exc:
+        print(f"Not profiled: {exc}\n")
+        if args.exercise in recorded.exercises():
+            print(f"The recorded rungs of exercise {args.exercise} ({recorded.index()['gpu']}):")
+            print(recorded.table(args.exercise))
+        return 2
+    if result.target.get("smaller"):
+        print(f"Note: {result.target['smaller']}.")
+    print(result.main.summary())
+    for other in result.signatures[1:]:
+        print(f"  also in the launcher: {other.kernel[:60]} ({other.time_us:,.1f} us)")
+    print(f"\nncu's report: {result.rep_path} (open it in Nsight Compute); raw CSV: {result.csv_path}")
+    if args.exercise in recorded.exercises():
+        print(f"\nYours beside the recorded rungs of exercise {args.exercise}:")
+        print(recorded.table(args.exercise, extra=result.signatures[:1]))
+    return 0
 
 
 def cmd_compile(args) -> int:
@@ -193,6 +221,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("paths", nargs="+")
     c.add_argument("--arch", default="sm_80,sm_90", help="comma-separated real architectures (default sm_80,sm_90)")
     c.set_defaults(func=cmd_compile)
+
+    pr = sub.add_parser("profile", help="run Nsight Compute on your own launcher for an exercise, at the graded size, "
+                                        "and print its signature beside the recorded rungs (docs/profiling.md)")
+    pr.add_argument("notebook", help="the saved notebook to take your code from")
+    pr.add_argument("--exercise", required=True, help="the exercise, as in bars.toml: 1a, 1b, 2, 3, 4, 5a, 5b, 6, 6-causal")
+    pr.add_argument("--launcher", help="profile this launcher instead of the graded one (a stretch goal's)")
+    pr.add_argument("--size", help="profile at this size (JSON, e.g. '[2048, 2048, 2048]') instead of the graded one")
+    pr.add_argument("--out", help="where to keep ncu's report and its CSV (default: a temporary folder)")
+    pr.set_defaults(func=cmd_profile)
 
     r = sub.add_parser("release", help="regenerate course/ from solutions/ through nbgrader")
     r.add_argument("assignments", nargs="*", help="assignment folders (default: all)")

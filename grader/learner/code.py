@@ -101,6 +101,9 @@ class _NoShell:
         return lambda *args, **kwargs: [] if name == "getoutput" else None
 
 
+NAMESPACE = "ladder_notebook"  # __name__ of the learner's cells (not a module in sys.modules)
+
+
 def cell_filename(name: str) -> str:
     return f"<cell {name}>"
 

@@ -23,9 +23,8 @@ from .. import chapters
 from ..cuda import launches
 from ..errors import CheckFailed, NoGPUError
 from ..learner import cells as nbcells
+from ..learner.code import NAMESPACE
 from ..learner.code import run_cell as run_learner_cell
-
-NAMESPACE = "ladder_notebook"  # __name__ of the learner's cells (not a module in sys.modules)
 
 
 # --------------------------------------------------------------------------- notebook cells

@@ -1,0 +1,157 @@
+"""A kernel's profiler signature: the dozen numbers from an Nsight Compute profile that say which
+rung of the ladder it stands on, and a short text of them.
+
+Each number names the ncu metric it comes from (Hopper and Ampere names; Nsight Compute 2025.3).
+A metric the profile lacks reads as NaN and prints as "n/a": a counter that was not collected is
+not a measured zero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .report import KernelRow
+
+# Metrics that ncu's sections do not collect by themselves: asked for with --metrics.
+EXTRA_METRICS = (
+    "lts__t_sector_hit_rate.pct",
+    "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "sm__inst_executed_pipe_tensor_op_hmma.sum",
+    "sm__inst_executed_pipe_tensor_op_gmma.sum",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+)
+# The sections whose metrics the signature reads (`ncu --section NAME`).
+SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis_Tables", "Occupancy", "LaunchStats", "WarpStateStats")
+
+_STALL_PREFIX, _STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+_LIMITS = {"registers": "launch__occupancy_limit_registers", "shared memory": "launch__occupancy_limit_shared_mem",
+           "warps": "launch__occupancy_limit_warps", "blocks": "launch__occupancy_limit_blocks"}
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den and not math.isnan(num) and not math.isnan(den) else math.nan
+
+
+@dataclass(frozen=True)
+class Signature:
+    exercise: str
+    rung: str
+    kernel: str
+    gpu: str
+    grid: tuple
+    block: tuple
+    time_us: float                   # gpu__time_duration.sum
+    dram_pct: float                  # gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed
+    l2_hit_pct: float                # lts__t_sector_hit_rate.pct
+    ld_sectors_per_request: float    # global loads: l1tex__t_sectors / l1tex__t_requests (4 = coalesced fp32)
+    st_sectors_per_request: float
+    shared_ld_ways: float            # shared loads: wavefronts per instruction (1 = conflict-free, 32 = 32-way)
+    shared_st_ways: float
+    bank_conflicts: float            # l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
+    achieved_occupancy_pct: float    # sm__warps_active.avg.pct_of_peak_sustained_active
+    theoretical_occupancy_pct: float  # sm__maximum_warps_per_active_cycle_pct
+    occupancy_limiter: str           # the launch__occupancy_limit_* with the fewest blocks per SM
+    registers_per_thread: int
+    shared_bytes_per_block: int
+    top_stalls: tuple                # ((reason, warps stalled per issued instruction), ...), largest first
+    tensor_pipe_pct: float           # sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
+    fp32_flops: float                # 2 x FFMA + FADD + FMUL thread instructions
+    dram_bytes: float                # dram__bytes_read.sum + dram__bytes_write.sum
+
+    def summary(self) -> str:
+        def pct(v):
+            return "n/a" if math.isnan(v) else f"{v:.0f}%"
+
+        def num(v, fmt="{:.1f}"):
+            return "n/a" if math.isnan(v) else fmt.format(v)
+
+        stalls = ", ".join(f"{r} {v:.1f}" for r, v in self.top_stalls[:3]) or "n/a"
+        lines = [
+            f"{self.kernel}  grid {self.grid} block {self.block}  {num(self.time_us, '{:,.1f}')} us on {self.gpu}",
+            f"  DRAM {pct(self.dram_pct)} of peak, L2 hit rate {pct(self.l2_hit_pct)}",
+            (f"  global sectors per request: loads {num(self.ld_sectors_per_request)}, stores "
+            f"{num(self.st_sectors_per_request)} (4 is a coalesced fp32 warp; 32 is one sector per thread)"),
+            (f"  shared memory: {num(self.shared_ld_ways)}-way loads, {num(self.shared_st_ways)}-way stores "
+            f"(1 = no bank conflicts), {num(self.bank_conflicts, '{:,.0f}')} conflicts"),
+            (f"  occupancy: {pct(self.achieved_occupancy_pct)} achieved of {pct(self.theoretical_occupancy_pct)} "
+            f"possible, limited by {self.occupancy_limiter} ({self.registers_per_thread} registers/thread, "
+            f"{self.shared_bytes_per_block:,} B shared/block)"),
+            f"  top stalls (warps per issued instruction): {stalls}",
+            f"  tensor pipe {pct(self.tensor_pipe_pct)} of active cycles",
+        ]
+        return "\n".join(lines)
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        return _ratio(self.fp32_flops, self.dram_bytes)
+
+
+def _stalls(row: KernelRow) -> tuple:
+    found = []
+    for name, value in row.metrics.items():
+        if name.startswith(_STALL_PREFIX) and name.endswith(_STALL_SUFFIX):
+            reason = name[len(_STALL_PREFIX):-len(_STALL_SUFFIX)]
+            if reason != "selected":   # "selected" is the warp that issued: not a stall
+                found.append((reason.replace("_", " "), value))
+    return tuple(sorted(found, key=lambda rv: -rv[1]))
+
+
+def _limiter(row: KernelRow) -> str:
+    limits = {name: row.get(metric) for name, metric in _LIMITS.items() if not math.isnan(row.get(metric))}
+    return min(limits, key=limits.get) if limits else "n/a"
+
+
+def _ways(wavefronts: float, instructions: float) -> float:
+    """Shared-memory wavefronts per LDS/STS instruction. Above 32 the wavefronts belong to other
+    instructions (ldmatrix, which Triton's tl.dot uses, is counted apart from LDS), so the ratio says
+    nothing about bank conflicts: NaN."""
+    ways = _ratio(wavefronts, instructions)
+    return math.nan if ways > 32.5 else ways
+
+
+def signature_of(row: KernelRow, exercise: str = "", rung: str = "") -> Signature:
+    g = row.get
+    smem_ld = g("smsp__sass_inst_executed_op_shared_ld.sum")
+    smem_st = g("smsp__sass_inst_executed_op_shared_st.sum")
+    shared = g("launch__shared_mem_per_block")   # bytes (static + dynamic + the driver's reserve)
+    regs = g("launch__registers_per_thread")
+    return Signature(
+        exercise=exercise, rung=rung, kernel=row.name, gpu=row.text.get("device__attribute_display_name", "?"),
+        grid=row.grid, block=row.block, time_us=g("gpu__time_duration.sum"),
+        dram_pct=g("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
+        l2_hit_pct=g("lts__t_sector_hit_rate.pct"),
+        ld_sectors_per_request=_ratio(g("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"),
+                                      g("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")),
+        st_sectors_per_request=_ratio(g("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"),
+                                      g("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")),
+        shared_ld_ways=_ways(g("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum"), smem_ld),
+        shared_st_ways=_ways(g("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum"), smem_st),
+        bank_conflicts=g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"),
+        achieved_occupancy_pct=g("sm__warps_active.avg.pct_of_peak_sustained_active"),
+        theoretical_occupancy_pct=g("sm__maximum_warps_per_active_cycle_pct"),
+        occupancy_limiter=_limiter(row),
+        registers_per_thread=0 if math.isnan(regs) else int(regs),
+        shared_bytes_per_block=0 if math.isnan(shared) else round(shared),
+        top_stalls=_stalls(row),
+        tensor_pipe_pct=g("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+        fp32_flops=(2 * g("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum")
+                    + g("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum")
+                    + g("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum")),
+        dram_bytes=g("dram__bytes_read.sum") + g("dram__bytes_write.sum"),
+    )
+
+
+def signatures_from_rows(rows: list[KernelRow], exercise: str = "", rung: str = "") -> list[Signature]:
+    """Every kernel's signature, longest first (the learner's main kernel leads)."""
+    sigs = [signature_of(r, exercise, rung) for r in rows]
+    return sorted(sigs, key=lambda s: -(0.0 if math.isnan(s.time_us) else s.time_us))
+
+
+def signature_from_rows(rows: list[KernelRow], exercise: str = "", rung: str = "") -> Signature:
+    if not rows:
+        raise ValueError("the profile holds no kernel")
+    return signatures_from_rows(rows, exercise, rung)[0]
