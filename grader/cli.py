@@ -27,7 +27,7 @@ def cmd_profile(args) -> int:
                                   launcher=args.launcher, size=args.size)
     except ProfileUnavailable as exc:
         print(f"Not profiled: {exc}\n")
-        if args.exercise in recorded.exercises():
+        if recorded.available() and args.exercise in recorded.exercises():
             print(f"The recorded rungs of exercise {args.exercise} ({recorded.index()['gpu']}):")
             print(recorded.table(args.exercise))
         return 2
@@ -37,7 +37,7 @@ def cmd_profile(args) -> int:
     for other in result.signatures[1:]:
         print(f"  also in the launcher: {other.kernel[:60]} ({other.time_us:,.1f} us)")
     print(f"\nncu's report: {result.rep_path} (open it in Nsight Compute); raw CSV: {result.csv_path}")
-    if args.exercise in recorded.exercises():
+    if recorded.available() and args.exercise in recorded.exercises():
         print(f"\nYours beside the recorded rungs of exercise {args.exercise}:")
         print(recorded.table(args.exercise, extra=result.signatures[:1]))
     return 0

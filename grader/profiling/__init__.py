@@ -69,13 +69,22 @@ def profile(exercise: str, notebook: str | os.PathLike | None = None, size=None)
         result = profile_notebook(nb, exercise, size=json.dumps(size) if size is not None else None)
     except (ProfileUnavailable, LadderError) as exc:
         print(f"Not profiled here: {exc}\n")
-        show_recorded(exercise)
-        return _roofline(exercise)
+        return _recorded_or_say_so(exercise)
     if result.target.get("smaller"):
         print(f"Note: {result.target['smaller']}.")
     print(result.main.summary())
     if len(result.signatures) > 1:
         print("  other kernels in the launcher: " + ", ".join(s.kernel[:40] for s in result.signatures[1:]))
     print()
-    show_recorded(exercise)
-    return _roofline(exercise, result.main, result.target.get("flops"))
+    return _recorded_or_say_so(exercise, result.main, result.target.get("flops"))
+
+
+def _recorded_or_say_so(exercise: str, mine=None, flops=None):
+    """The recorded rungs and the roofline; for an exercise with no recording, a line that says so."""
+    from ..errors import LadderError
+    try:
+        show_recorded(exercise)
+        return _roofline(exercise, mine, flops)
+    except LadderError as exc:
+        print(f"No recorded rungs to compare with: {exc}")
+        return None

@@ -21,6 +21,10 @@ PROFILES = Path(__file__).resolve().parents[2] / "assets" / "profiles"
 GPU = "H100"
 
 
+def available(gpu: str = GPU) -> bool:
+    return (PROFILES / gpu / "index.json").is_file()
+
+
 @cache
 def index(gpu: str = GPU) -> dict:
     path = PROFILES / gpu / "index.json"

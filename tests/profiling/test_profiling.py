@@ -151,3 +151,11 @@ def test_ladder_profile_on_the_solution_transpose(tmp_path):
     prof = ncu.profile_notebook(ROOT / "solutions/02_coalescing/02_coalescing.ipynb", "2", out_dir=tmp_path)
     assert prof.main.shared_ld_ways < 1.5 and prof.main.st_sectors_per_request <= 4.5
     assert prof.rep_path.is_file() and prof.target["size"]
+
+
+@pytest.mark.skipif(HAS_GPU, reason="the CPU path")
+def test_one_liner_for_an_exercise_with_no_recording_says_so(capsys):
+    from grader.profiling import profile
+    assert profile("9z", notebook=ROOT / "solutions/02_coalescing/02_coalescing.ipynb") is None
+    out, err = capsys.readouterr()
+    assert "No recorded rungs to compare with" in out and "9z" in out and err == ""
