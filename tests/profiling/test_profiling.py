@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import HAS_GPU, ROOT
+
 from grader.profiling import ncu, recorded
 from grader.profiling.report import read_raw_csv
 from grader.profiling.signature import signature_from_rows, signature_of
@@ -32,7 +32,8 @@ def test_recorded_signatures_separate_the_rungs_the_course_names():
     assert 28 <= ways["unpadded_tile"] <= 33 and 0.9 <= ways["solution"] <= 1.5, ways
     assert recorded.load("2", "naive").st_sectors_per_request == pytest.approx(32, abs=0.5)
     assert recorded.load("1a", "float4").dram_pct >= 85
-    assert recorded.load("4", "fma_only").tensor_pipe_pct < 1 < 10 < recorded.load("4", "solution").tensor_pipe_pct
+    assert recorded.load("4", "fma_only").tensor_pipe_pct < 1
+    assert recorded.load("4", "solution").tensor_pipe_pct > 10
     assert recorded.load("3", "naive_uncoalesced").ld_sectors_per_request > 8 > recorded.load("3", "solution").ld_sectors_per_request
     assert recorded.load("6", "naive_triton").dram_pct > 5 * recorded.load("6", "solution").dram_pct
 
@@ -77,7 +78,7 @@ def test_roofline_draws_every_rung_and_the_learners_point():
 @pytest.fixture
 def gpu_present(monkeypatch):
     """The failure paths past the GPU check, on a machine without one."""
-    import grader.cuda.gpu as gpu
+    from grader.cuda import gpu
     monkeypatch.setattr(gpu, "gpu_or_reason", lambda: (True, ""))
 
 
@@ -134,7 +135,7 @@ def test_notebook_one_liner_without_a_gpu_shows_the_recorded_rungs(capsys):
 @pytest.mark.skipif(HAS_GPU, reason="the CPU path")
 def test_cli_without_a_gpu_and_with_a_missing_notebook():
     run = lambda *a: subprocess.run([sys.executable, "-m", "grader.cli", "profile", *a], capture_output=True,
-                                    text=True, cwd=ROOT, env={**os.environ, "LADDER_FORCE_NO_GPU": "1"})
+                                    text=True, check=False, cwd=ROOT, env={**os.environ, "LADDER_FORCE_NO_GPU": "1"})
     done = run("solutions/02_coalescing/02_coalescing.ipynb", "--exercise", "2")
     assert done.returncode == 2 and "Not profiled" in done.stdout and "| solution |" in done.stdout
     missing = run("no/such.ipynb", "--exercise", "2")
