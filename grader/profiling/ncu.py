@@ -65,14 +65,15 @@ def find_ncu() -> str | None:
 
 
 def unavailable_reason() -> str | None:
-    """Why profiling cannot start in this process's environment, or None when it can be tried."""
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        return ("TRITON_INTERPRET=1 is set: Triton kernels run on the CPU through the interpreter, so there is "
-                "no GPU kernel to profile. Unset it (and restart the kernel) on a machine with a GPU.")
+    """Why profiling cannot start in this process's environment, or None when it can be tried. The GPU
+    comes first: without one the course itself turns the Triton interpreter on (grader.harness.session)."""
     from ..cuda.gpu import gpu_or_reason
     ok, reason = gpu_or_reason()
     if not ok:
         return f"{reason}: Nsight Compute profiles GPU kernels only."
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return ("TRITON_INTERPRET=1 is set: Triton kernels run on the CPU through the interpreter, so there is "
+                "no GPU kernel to profile. Unset it (and restart the kernel) to profile on this GPU.")
     if find_ncu() is None:
         return ("Nsight Compute (`ncu`) is not installed or not on PATH. It comes with the CUDA toolkit "
                 "(`/usr/local/cuda/bin/ncu`) or on its own from https://developer.nvidia.com/nsight-compute.")
