@@ -16,7 +16,7 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_profile(args) -> int:
-    from .profiling import recorded
+    from .profiling import describe, recorded
     from .profiling.ncu import ProfileUnavailable, profile_notebook
 
     nb = Path(args.notebook)
@@ -31,11 +31,7 @@ def cmd_profile(args) -> int:
             print(f"The recorded rungs of exercise {args.exercise} ({recorded.index()['gpu']}):")
             print(recorded.table(args.exercise))
         return 2
-    if result.target.get("smaller"):
-        print(f"Note: {result.target['smaller']}.")
-    print(result.main.summary())
-    for other in result.signatures[1:]:
-        print(f"  also in the launcher: {other.kernel[:60]} ({other.time_us:,.1f} us)")
+    print(describe(result))
     print(f"\nncu's report: {result.rep_path} (open it in Nsight Compute); raw CSV: {result.csv_path}")
     if recorded.available() and args.exercise in recorded.exercises():
         print(f"\nYours beside the recorded rungs of exercise {args.exercise}:")

@@ -70,13 +70,17 @@ def profile(exercise: str, notebook: str | os.PathLike | None = None, size=None)
     except (ProfileUnavailable, LadderError) as exc:
         print(f"Not profiled here: {exc}\n")
         return _recorded_or_say_so(exercise)
-    if result.target.get("smaller"):
-        print(f"Note: {result.target['smaller']}.")
-    print(result.main.summary())
-    if len(result.signatures) > 1:
-        print("  other kernels in the launcher: " + ", ".join(s.kernel[:40] for s in result.signatures[1:]))
-    print()
+    print(describe(result) + "\n")
     return _recorded_or_say_so(exercise, result.main, result.target.get("flops"))
+
+
+def describe(result) -> str:
+    """A profile as `ladder profile` and `profile()` print it: the note on a smaller size, the learner's
+    main kernel's signature, and the other kernels the launcher ran."""
+    lines = [f"Note: {result.target['smaller']}."] if result.target.get("smaller") else []
+    lines.append(result.main.summary())
+    lines += [f"  also in the launcher: {s.kernel[:60]} ({s.time_us:,.1f} us)" for s in result.signatures[1:]]
+    return "\n".join(lines)
 
 
 def _recorded_or_say_so(exercise: str, mine=None, flops=None):

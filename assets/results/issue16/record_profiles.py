@@ -23,14 +23,12 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from submissions.build import build
+from submissions.build import build, load  # noqa: E402
 
 from grader.harness.ceilings import ceilings
 from grader.profiling import recorded
 from grader.profiling.ncu import ProfileUnavailable, find_ncu, profile_notebook
 
-DIRS = {"ch01": "01_vector_add", "ch02": "02_coalescing", "ch03": "03_tiling", "ch04": "04_tensor_cores",
-        "ch05": "05_triton_matmul", "ch06": "06_flash_attention"}
 # exercise -> [(rung, submission package, submission, what the rung is)], in ladder order.
 RUNGS = {
     "1a": [("one_per_thread", "ch01", "naive_1a", "one element per thread, 256 threads a block"),
@@ -92,8 +90,8 @@ def main() -> int:
             continue
         entry = {"gpu": gpu, "rungs": [], "size": None, "flops": None}
         for rung, package, submission, what in rungs:
-            chapter = package if package.startswith("ch") else "ch" + submission[2:4]
-            nb = build(package, DIRS[chapter], submission, work / f"{exercise}-{rung}" / f"{DIRS[chapter]}.ipynb")
+            folder = load(package, submission).CHAPTER_DIR   # each submission names its chapter's folder
+            nb = build(package, folder, submission, work / f"{exercise}-{rung}" / f"{folder}.ipynb")
             try:
                 prof = profile_notebook(nb, exercise, out_dir=args.out / "raw" / exercise / rung)
             except ProfileUnavailable as exc:
