@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from submissions.build import build, load  # noqa: E402
+from submissions.build import build, load
 
 from grader.harness.ceilings import ceilings
 from grader.profiling import recorded
