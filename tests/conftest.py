@@ -98,6 +98,43 @@ def ladder_check_one(nb, timeout: float = 1800) -> tuple[int, dict, dict]:
     return code, notebook, cells_by_id(notebook)
 
 
+# The first lines of a run_script script that runs checks: `outcome(check, ...)` is "pass", or the
+# LadderError (or NotImplementedError) it raised, as "Name: message".
+CHECK_OUTCOME = """
+import contextlib, io, json
+from grader.errors import LadderError
+
+def outcome(check, *args, **kwargs):
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            check(*args, **kwargs)
+        return "pass"
+    except (LadderError, NotImplementedError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+"""
+
+
+def run_script(script: str, interpret: bool = True, timeout: float = 600) -> dict:
+    """Run `script` in a fresh Python with no GPU (LADDER_FORCE_NO_GPU), Triton interpreting or not, and
+    return the JSON its last line prints. Triton decides between compiling and interpreting when it is
+    imported, so each mode needs its own interpreter rather than this test process."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")]), "LADDER_FORCE_NO_GPU": "1"}
+    env.pop("TRITON_INTERPRET", None)
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                          cwd=ROOT, env=env, timeout=timeout, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def torch_kernel(fn):
     """A launcher made of torch operations, standing in for a learner's kernel in tests of the harness
     itself: each call is one launch (of a "kernel" named after `fn`) through grader.cuda.launches, so the

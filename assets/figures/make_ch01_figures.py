@@ -185,13 +185,18 @@ def draw_fusion() -> plt.Figure:
     return fig
 
 
-def main() -> None:
-    for name, draw in (("ch01_grid.png", draw_grid), ("ch01_fusion.png", draw_fusion)):
+def save_figures(drawers, dpi: int = DPI) -> None:
+    """Draw each (file name, function) and save it beside these scripts; every chapter's script uses it."""
+    for name, draw in drawers:
         fig = draw()
         path = HERE / name
-        fig.savefig(path, dpi=DPI)
+        fig.savefig(path, dpi=dpi)
         plt.close(fig)
         print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")
+
+
+def main() -> None:
+    save_figures((("ch01_grid.png", draw_grid), ("ch01_fusion.png", draw_fusion)))
 
 
 if __name__ == "__main__":

@@ -31,8 +31,19 @@ from ..cuda.gpu import arch_here, free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed, LadderError, NoGPUError, NotImplementedYet
 from ..harness import correctness, plots
 from ..harness.answers import call_learner, require_close
-from ..harness.exercise import (Exercise, Requirement, SmallSizes, SpeedResult, as_learner, check_correctness,
-                                check_speed, counted_launch, launch, with_stderr)
+from ..harness.attention import attention_flops, attention_reference
+from ..harness.exercise import (
+    Exercise,
+    Requirement,
+    SmallSizes,
+    SpeedResult,
+    as_learner,
+    check_correctness,
+    check_speed,
+    counted_launch,
+    launch,
+    with_stderr,
+)
 from ..harness.quiet import captured_stderr
 from ..harness.timing import bench
 
@@ -83,22 +94,6 @@ def sdpa(causal: bool) -> Callable:
     return lambda q, k, v: scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
-def attention_reference(q, k, v, causal=False, chunk_bytes=64 << 20):
-    """Exact attention in the inputs' precision (float64 here), a block of query rows at a time so that
-    the scores of one block stay near chunk_bytes: at N = 16384 the whole score matrix would not fit."""
-    b, h, n, d = q.shape
-    out = torch.empty_like(q)
-    rows = max(1, chunk_bytes // (q.element_size() * b * h * n))
-    keys = torch.arange(n, device=q.device)
-    for i0 in range(0, n, rows):
-        i1 = min(n, i0 + rows)
-        s = (q[:, :, i0:i1] @ k.transpose(-2, -1)) / math.sqrt(d)
-        if causal:
-            s.masked_fill_(keys[None, :] > torch.arange(i0, i1, device=q.device)[:, None], float("-inf"))
-        out[:, :, i0:i1] = torch.softmax(s, dim=-1) @ v
-    return out
-
-
 # ------------------------------------------------------------------------------------- inputs
 
 def make_inputs(size, gen: torch.Generator, device: str, dtype=torch.float16):
@@ -127,13 +122,6 @@ def _empty(size, device: str) -> torch.Tensor:
 def describe(size) -> str:
     b, h, n, d = size
     return f"B={b} H={h} N={n:,} D={d}"
-
-
-def attention_flops(size, causal: bool = False) -> int:
-    """Two matmuls (Q K^T and P V), 2 FLOPs per multiply-add; causal counts the unmasked scores only."""
-    b, h, n, d = size
-    scores = n * (n + 1) // 2 if causal else n * n
-    return 4 * b * h * scores * d
 
 
 def _speed_size():

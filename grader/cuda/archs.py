@@ -35,6 +35,12 @@ class Arch:
     max_shared_per_block: int   # bytes, opt-in maximum
     registers_per_sm: int = REGISTERS_PER_SM
     max_registers_per_thread: int = MAX_REGISTERS_PER_THREAD
+    # For occupancy (chapter 7): resident blocks per SM at most, the shared memory an SM can give its
+    # blocks (the largest carveout), and what the CUDA runtime keeps back per block from compute
+    # capability 8.0 on (1 KiB).
+    max_blocks_per_sm: int = 32
+    shared_per_sm: int = 228 * KIB
+    reserved_shared_per_block: int = 1 * KIB
 
     @property
     def capability(self) -> tuple[int, int]:
@@ -62,12 +68,16 @@ class Arch:
 
 # The architectures the course is checked for, oldest first (Colab's free T4 is a Turing GPU).
 ARCHS: tuple[Arch, ...] = (
-    Arch("sm_75", "Turing", "T4, RTX 20 series, Quadro RTX", max_threads_per_sm=1024, max_shared_per_block=64 * KIB),
-    Arch("sm_80", "Ampere (GA100)", "A100, A30", max_threads_per_sm=2048, max_shared_per_block=163 * KIB),
+    Arch("sm_75", "Turing", "T4, RTX 20 series, Quadro RTX", max_threads_per_sm=1024, max_shared_per_block=64 * KIB,
+         max_blocks_per_sm=16, shared_per_sm=64 * KIB, reserved_shared_per_block=0),
+    Arch("sm_80", "Ampere (GA100)", "A100, A30", max_threads_per_sm=2048, max_shared_per_block=163 * KIB,
+         max_blocks_per_sm=32, shared_per_sm=164 * KIB),
     Arch("sm_86", "Ampere (GA10x)", "RTX 30 series, A10, A40, RTX A6000", max_threads_per_sm=1536,
-         max_shared_per_block=99 * KIB),
-    Arch("sm_89", "Ada Lovelace", "RTX 40 series, L4, L40S", max_threads_per_sm=1536, max_shared_per_block=99 * KIB),
-    Arch("sm_90", "Hopper", "H100, H200, GH200", max_threads_per_sm=2048, max_shared_per_block=227 * KIB),
+         max_shared_per_block=99 * KIB, max_blocks_per_sm=16, shared_per_sm=100 * KIB),
+    Arch("sm_89", "Ada Lovelace", "RTX 40 series, L4, L40S", max_threads_per_sm=1536, max_shared_per_block=99 * KIB,
+         max_blocks_per_sm=24, shared_per_sm=100 * KIB),
+    Arch("sm_90", "Hopper", "H100, H200, GH200", max_threads_per_sm=2048, max_shared_per_block=227 * KIB,
+         max_blocks_per_sm=32, shared_per_sm=228 * KIB),
 )
 NAMES = tuple(a.name for a in ARCHS)
 

@@ -81,7 +81,8 @@ def arch_here() -> archs.Arch | None:
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     measured = {"max_shared_per_block": getattr(props, "shared_memory_per_block_optin", None),
                 "max_threads_per_sm": getattr(props, "max_threads_per_multi_processor", None),
-                "registers_per_sm": getattr(props, "regs_per_multiprocessor", None)}
+                "registers_per_sm": getattr(props, "regs_per_multiprocessor", None),
+                "shared_per_sm": getattr(props, "shared_memory_per_multiprocessor", None)}
     return replace(arch, **{k: int(v) for k, v in measured.items() if v})
 
 

@@ -73,6 +73,10 @@ class Exercise:
     cpu_sizes: tuple = ()
     # Extra checks around the speed check (tensor-core work before it, causal skipping after it).
     requirements: tuple[Requirement, ...] = ()
+    # The launcher writes several outputs (chapter 7's `add_rmsnorm(x, residual, weight, out, residual_out)`):
+    # `make_output` stacks them along a first dimension, and the learner's function receives the slices
+    # out[0], out[1], ... in its place (grader.isolation.seam: with_split_output).
+    split_output: bool = False
 
     def tolerance_for(self, size) -> tuple[float, float]:
         return self.tolerance(size) if self.tolerance else correctness.tolerance(self.dtype)
@@ -91,6 +95,12 @@ class SmallSizes:
 
 
 # --------------------------------------------------------------------------------- launching
+
+def learner_for(ex: Exercise, fn) -> LearnerFunction:
+    """The seam for the learner's launcher of `ex`, called as the exercise says (its output split)."""
+    fn = as_learner(fn)
+    return fn.with_split_output() if ex.split_output and not fn.split_output else fn
+
 
 def not_written_yet(ex: Exercise) -> NotImplementedYet:
     return NotImplementedYet(f"exercise {ex.key} ({ex.title}) is not written yet: write `{ex.signature}` "
@@ -161,7 +171,7 @@ def no_gpu_speed(ex: Exercise) -> NoGPUError:
 def check_correctness(ex: Exercise, fn, sizes=None, trials: int = 2, device: str | None = None,
                       verbose: bool = True) -> CorrectnessResult:
     """Run `fn` on fresh random inputs for every size and trial; raise CheckFailed on the first problem."""
-    fn = as_learner(fn)
+    fn = learner_for(ex, fn)
     dev = _correctness_device(ex, device)
     if sizes is None:
         sizes = ex.cpu_sizes if dev == "cpu" and ex.cpu_sizes and device is None else ex.visible_sizes
@@ -253,7 +263,7 @@ def with_stderr(exc: LadderError, err) -> LadderError:
 def measure_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | None = None,
                   backend=None, size=None) -> SpeedResult:
     """Check correctness at the timing size, time `fn` against torch, and return the result (no verdict)."""
-    fn = as_learner(fn)
+    fn = learner_for(ex, fn)
     bar = bar_for(bar_key or ex.key)
     dev = _device(device)
     with captured_stderr() as err:
@@ -271,7 +281,7 @@ def check_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | None
 
     The exercise's requirements run first (and after, for "after-speed" ones) on a GPU. Graded bars
     raise CheckFailed when missed; an ungraded (stretch) bar only reports."""
-    fn = as_learner(fn)
+    fn = learner_for(ex, fn)
     label = bar_key or ex.key
     gpu = _device(device) == "cuda"
     if gpu:
@@ -461,7 +471,7 @@ def check_stretch(ex: Exercise, fn, bar_key: str, sizes, names: str) -> SpeedRes
 
     Not attempted yet, or no GPU to time it on, is printed rather than raised, so that "Run All"
     carries on past an optional cell. The exercise's requirements apply as in `check_speed`."""
-    fn = as_learner(fn)
+    fn = learner_for(ex, fn)
     try:
         check_correctness(ex, fn, sizes, trials=1)
     except NotImplementedError:

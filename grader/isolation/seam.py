@@ -11,7 +11,10 @@ runs, and nothing outside this package asks where. Its operations:
 - `count_tensor_cores(*args)`: a call whose kernels run as instrumented copies that count their MMAs;
 - `peak_memory(*args)`: the bytes a call allocates beyond what was allocated before it;
 - `with_trailing(*extra)`: the same launcher with arguments appended, e.g. chapter 6's `causal`, so
-  that a baseline built from the learner's own launcher runs wherever the launcher runs.
+  that a baseline built from the learner's own launcher runs wherever the launcher runs;
+- `with_split_output()`: the same launcher, handed the grader's stacked `out` as its slices
+  `out[0], out[1], ...` (chapter 7's `add_rmsnorm(x, residual, weight, out, residual_out)`), so that
+  every check still sees one output tensor, its guard bands and its poison.
 
 Two implementations: `LocalFunction`, the learner's function in this process (a notebook cell,
 `ladder check`), and `RemoteFunction` (grader.isolation.remote), a stand-in for a function that runs
@@ -56,6 +59,8 @@ class LearnerFunction:
         # Torch may compute on the grader's tensors: only for the course's own comparisons (a learner's
         # kernel followed by torch's epilogue), never for a learner's graded launcher.
         self.torch_ops = False
+        # The last argument `out` goes to the learner as out[0], out[1], ... (with_split_output).
+        self.split_output = False
 
     # -- what a subclass provides
     def _run(self, args: tuple, kwargs: dict, policy: CallPolicy):
@@ -76,8 +81,22 @@ class LearnerFunction:
     # -- what every check uses
     def _bound(self, trailing: tuple) -> "LearnerFunction":
         twin = self._twin(trailing)
-        twin.history, twin.torch_ops = self.history, self.torch_ops
+        twin.history, twin.torch_ops, twin.split_output = self.history, self.torch_ops, self.split_output
         return twin
+
+    def with_split_output(self) -> "LearnerFunction":
+        """This launcher called with the stacked output's slices in place of the output itself."""
+        twin = self._bound(self.trailing)
+        twin.split_output = True
+        return twin
+
+    def arguments(self, args: tuple) -> tuple:
+        """The arguments the learner's function receives for the harness's `fn(*inputs, out)`: the
+        output split into its slices where asked (views of the grader's tensor: no copy), then the
+        trailing arguments."""
+        if self.split_output and args:
+            args = tuple(args[:-1]) + tuple(args[-1].unbind(0))
+        return tuple(args) + self.trailing
 
     def with_trailing(self, *extra) -> "LearnerFunction":
         """This launcher with `extra` appended to every call's arguments (chapter 6's `causal`)."""
@@ -92,11 +111,12 @@ class LearnerFunction:
         torch may not compute); `noop`: every kernel launch is skipped."""
         policy = _policy or CallPolicy(launcher=launcher, noop=noop)
         what = f"`{self.name}`"
-        result, facts = self._run(args + self.trailing, kwargs, policy)
+        args = self.arguments(args)
+        result, facts = self._run(args, kwargs, policy)
         self.last_facts = facts
         rules.enforce(facts, what, launcher=policy.launcher, torch_ops=self.torch_ops)
         if policy.launcher and not policy.record:
-            self.history.append((shape_key(args + self.trailing), frozenset(facts.launches)))
+            self.history.append((shape_key(args), frozenset(facts.launches)))
         return result
 
     def __call__(self, *args, **kwargs):
@@ -136,7 +156,7 @@ class Batch:
 
     def __init__(self, fn: LearnerFunction, argsets: list[tuple], after_batch=None):
         self.fn, self.after_batch = fn, after_batch
-        self.argsets = [tuple(a) + fn.trailing for a in argsets]
+        self.argsets = [fn.arguments(tuple(a)) for a in argsets]
         # The kernels every checked call on inputs of this shape launched (the checked call before
         # timing and the no-op probe): each timed call must launch them too. A call that launches
         # only some of them, say a fingerprint kernel that finds a kept result, skipped the work.

@@ -117,7 +117,10 @@ def solution_namespace(chapter: str, notebook: Path, arch: Arch) -> dict:
     ns: dict = {"__name__": f"ladder_shipped_{chapter}_{arch.name}"}
     problems = []
     with crosscompile.quiet_triton(), archs.targeting(arch):
-        exec("import math\nimport torch\nimport triton\nimport triton.language as tl\n", ns)
+        # numpy and load_kernel too: a chapter with CUDA C beside its Triton (7) defines its CUDA kernels in
+        # solution cells as well; defining one compiles nothing.
+        exec("import math\nimport numpy as np\nimport torch\nimport triton\nimport triton.language as tl\n"
+             "from grader.cuda.kernels import load_kernel\n", ns)
         # The SM count only sizes split-K's slices, which changes no specialisation: an H100's will do.
         ns.update(DEVICE="meta", **{chapter: chapters.module(chapter)},
                   session=SimpleNamespace(has_gpu=True, gpu=SimpleNamespace(sm_count=132, name=arch.describe())))

@@ -6,15 +6,12 @@ import ast
 import inspect
 import json
 import math
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 
-from conftest import HAS_GPU, ROOT, ladder_check_one, torch_kernel
+from conftest import HAS_GPU, ROOT, ladder_check_one, run_script, torch_kernel
 from grader.harness import correctness
 from grader.chapters import ch06
 from grader.errors import CheckFailed, NoGPUError, NotImplementedYet
@@ -256,18 +253,6 @@ def test_notebook_naive_attention_is_the_graders():
 # Triton decides between compiling and interpreting when it is imported, so each mode runs in a
 # fresh interpreter rather than in this test process.
 
-def _run(script: str, interpret: bool, timeout=300) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
-    env.pop("TRITON_INTERPRET", None)
-    if interpret:
-        env["TRITON_INTERPRET"] = "1"
-    env["LADDER_FORCE_NO_GPU"] = "1"
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=timeout)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
 INTERPRETED = r"""
 import contextlib, io, json
 from grader.chapters import ch06
@@ -315,7 +300,7 @@ print(json.dumps(found))
 
 @pytest.mark.slow
 def test_solution_and_students_under_the_triton_interpreter():
-    found = _run(INTERPRETED, interpret=True)
+    found = run_script(INTERPRETED, interpret=True)
     for cell in ("visible", "hidden", "backward"):
         assert found[cell] == "pass", found[cell]
     assert found["speed"].startswith("NoGPUError: no GPU: speed not measured"), found["speed"]
@@ -344,7 +329,7 @@ except LadderError as exc:
 
 @pytest.mark.slow
 def test_importing_triton_before_start_is_explained():
-    found = _run(EARLY_IMPORT, interpret=False)
+    found = run_script(EARLY_IMPORT, interpret=False)
     assert "Restart the notebook's kernel and run the setup cell first" in found["result"], found
 
 
@@ -380,7 +365,7 @@ print(json.dumps({"built": built, "seconds": time.perf_counter() - start}))
 
 @pytest.mark.slow
 def test_solution_kernels_compile_for_sm80_and_sm90_without_a_gpu():
-    found = _run(COMPILED, interpret=False)
+    found = run_script(COMPILED, interpret=False)
     assert len(found["built"]) == 7
     for name, shared in found["built"]:
         assert 0 < shared <= 100 * 1024, f"{name}: {shared} bytes of shared memory won't fit smaller GPUs"

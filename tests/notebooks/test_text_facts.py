@@ -63,13 +63,12 @@ def test_claims_found_wrong_in_review_are_gone(path):
 
 # Limits grader.cuda.archs does not hold, from the same source (CUDA C++ Programming Guide,
 # "Technical Specifications per Compute Capability", and NVIDIA's architecture whitepapers).
-MAX_BLOCKS_PER_SM = {"sm_75": 16, "sm_80": 32, "sm_86": 16, "sm_89": 24, "sm_90": 32}
 FP32_LANES_PER_SM = {"sm_75": 64, "sm_80": 64, "sm_86": 128, "sm_89": 128, "sm_90": 128}
 
 LIMITS = {
     "threads": {a.name: a.max_threads_per_sm for a in archs.ARCHS},
     "KiB": {a.name: a.max_shared_per_block // archs.KIB for a in archs.ARCHS},
-    "blocks": MAX_BLOCKS_PER_SM,
+    "blocks": {a.name: a.max_blocks_per_sm for a in archs.ARCHS},
     "lanes": FP32_LANES_PER_SM,
 }
 GPU_ARCH = {"T4": "sm_75", "A100": "sm_80", "A10": "sm_86", "L4": "sm_89", "H100": "sm_90", "H200": "sm_90"}
