@@ -142,7 +142,7 @@ def test_ladder_check_names_a_missing_chapter_and_how_to_get_it(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     with pytest.raises(LadderError, match=r"chapter 01_vector_add is neither in work/.*`ladder start 1`"):
         resolve_notebook("1")
-    with pytest.raises(LadderError, match=r"no chapter '9': give a number \(1-6\)"):
+    with pytest.raises(LadderError, match=r"no chapter '9': give a number \(1-8\)"):
         resolve_notebook("9")
     with pytest.raises(LadderError, match=r"no such notebook: mine\.ipynb"):
         resolve_notebook("mine.ipynb")
