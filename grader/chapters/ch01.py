@@ -18,7 +18,8 @@ from typing import Callable
 import torch
 
 from ..cuda.gpu import free_gpu_bytes, gpu_or_reason
-from ..harness import plots
+from ..harness import answers, plots
+from ..profiling.diagnose import Case
 from ..harness.answers import call_learner, require_close
 from ..harness.exercise import Exercise, SmallSizes, SpeedResult, check_correctness, check_speed, check_stretch
 from ..harness.quiet import captured_stderr
@@ -174,3 +175,22 @@ def plot_bandwidth_vs_size(kernels: dict[str, Callable], sizes=None):
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------ diagnose (issue 16)
+
+# Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
+# first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded
+# numbers by tests/profiling/test_diagnose.py.
+DIAGNOSE = Case(
+    key="1.P", exercise="1a", rung="one_per_thread", beside="float4", binding="dram-bandwidth",
+    next_rung="16-byte loads (float4), with a tail for n % 4",
+    choices=("a shared-memory tile", "16-byte loads (float4), with a tail for n % 4",
+             "blocks of 1,024 threads", "fuse it with the next kernel"),
+    why="At 83% of DRAM peak the plain kernel is already close to its ceiling; float4 loads (fewer "
+        "instructions, more bytes in flight per thread) took it to 91%, and no rung can give more than the "
+        "last few percent.")
+
+
+def check_diagnosis(diagnosis) -> None:
+    answers.check_diagnosis(DIAGNOSE, diagnosis)

@@ -21,7 +21,8 @@ import torch
 
 from ..cuda.gpu import free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed
-from ..harness import plots
+from ..harness import answers, plots
+from ..profiling.diagnose import Case
 from ..harness.answers import call_learner, require_close
 from ..harness.ceilings import ceilings
 from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, check_correctness, check_speed, check_stretch,
@@ -258,3 +259,22 @@ def plot_ladder(results: dict[str, SpeedResult | None]):
     shown = [r for r in results.values() if r is not None]
     title = f"Transpose {shown[-1].size} on {shown[-1].gpu}" if shown else ""
     return plots.plot_results(results, title=title)
+
+
+# ------------------------------------------------------------------ diagnose (issue 16)
+
+# Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
+# first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded
+# numbers by tests/profiling/test_diagnose.py.
+DIAGNOSE = Case(
+    key="2.P", exercise="2", rung="unpadded_tile", beside="naive", binding="bank-conflicts",
+    next_rung="pad the shared tile to 32 x 33",
+    choices=("pad the shared tile to 32 x 33", "read rows and write columns directly, without a tile",
+             "16-byte loads", "more threads per block"),
+    why="The tile fixed the naive kernel's stores (32 sectors per request down to 4), but a column of the "
+        "unpadded tile sits in one bank: 32-way loads and the mio throttle stall. One column of padding "
+        "spreads a column over all 32 banks.")
+
+
+def check_diagnosis(diagnosis) -> None:
+    answers.check_diagnosis(DIAGNOSE, diagnosis)

@@ -16,7 +16,8 @@ import torch
 
 from ..cuda.gpu import gpu_or_reason, matmul_precision
 from ..errors import NoGPUError
-from ..harness import plots
+from ..harness import answers, plots
+from ..profiling.diagnose import Case
 from ..harness.answers import call_learner, require_close
 from ..harness.ceilings import ceilings
 from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, check_correctness, check_speed, check_stretch,
@@ -309,3 +310,22 @@ def plot_results(results: dict[str, SpeedResult | None]):
     GPU's fp32 ceiling; each bar says its speedup over torch."""
     shown = [r for r in results.values() if r is not None]
     return plots.plot_results(results, title=f"SGEMM on {shown[-1].gpu}" if shown else "")
+
+
+# ------------------------------------------------------------------ diagnose (issue 16)
+
+# Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
+# first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded
+# numbers by tests/profiling/test_diagnose.py.
+DIAGNOSE = Case(
+    key="3.P", exercise="3", rung="naive_uncoalesced", beside="naive_coalesced", binding="uncoalesced",
+    next_rung="swap the mapping, so that threadIdx.x walks along a row of C",
+    choices=("more blocks: raise the occupancy", "swap the mapping, so that threadIdx.x walks along a row of C",
+             "tensor cores", "unroll the K loop"),
+    why="A profile that misleads: 99% occupancy and 1% DRAM look like a compute-bound kernel, but the loads "
+        "take 16.5 sectors per request and the top stall is lg throttle, a queue of memory instructions. "
+        "With threadIdx.x along a row the same kernel ran 12x faster.")
+
+
+def check_diagnosis(diagnosis) -> None:
+    answers.check_diagnosis(DIAGNOSE, diagnosis)

@@ -30,6 +30,8 @@ import torch
 from ..cuda.gpu import arch_here, free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed, LadderError, NoGPUError, NotImplementedYet
 from ..harness import correctness, plots
+from ..harness import answers
+from ..profiling.diagnose import Case
 from ..harness.answers import call_learner, require_close
 from ..harness.attention import attention_flops, attention_reference
 from ..harness.exercise import (
@@ -691,3 +693,22 @@ def tile_rows(head_dim: int) -> int:
     if head_dim > 64 and arch is not None and arch.max_shared_per_block < ROWS_128_AT_D128_BYTES:
         return 64
     return 128
+
+
+# ------------------------------------------------------------------ diagnose (issue 16)
+
+# Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
+# first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded
+# numbers by tests/profiling/test_diagnose.py.
+DIAGNOSE = Case(
+    key="6.P", exercise="6", rung="naive_triton", beside="solution", binding="extra-memory-passes",
+    next_rung="an online softmax over tiles of K and V, the scores kept on chip",
+    choices=("an online softmax over tiles of K and V, the scores kept on chip", "16-byte loads",
+             "a larger block for the softmax kernel", "skip the tiles above the diagonal"),
+    why="The softmax kernel streams at 68% of DRAM peak, but what it streams is the N x N score matrix, "
+        "written and read back: bytes attention does not need. FlashAttention never stores the scores "
+        "(6% DRAM) and ran 8x faster.")
+
+
+def check_diagnosis(diagnosis) -> None:
+    answers.check_diagnosis(DIAGNOSE, diagnosis)

@@ -51,3 +51,12 @@ def check_floor_ms(floor_ms, exercise: str) -> None:
                       flops / (tflops * 1e12) * 1e3,
                       f"floor_ms({flops!r}, {tflops!r}) (hint: 1 TFLOP/s is 1e12 FLOPs per second; answer in "
                       "milliseconds)")
+
+
+def check_diagnosis(case, diagnosis) -> None:
+    """A "diagnose" exercise (grader.profiling.diagnose): the learner's `diagnosis()` returns (binding
+    constraint, next rung) for the case's two recorded profiles."""
+    from ..profiling.diagnose import judge
+
+    answer = call_learner(diagnosis, exercise=case.key, names="`diagnosis`")
+    print(judge(case, answer))

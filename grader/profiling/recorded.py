@@ -77,9 +77,11 @@ def table_rows(sigs: list[Signature]) -> list[list[str]]:
     return rows
 
 
-def table(exercise_key: str, gpu: str = GPU, extra: list[Signature] = ()) -> str:
-    """One line per recorded rung (and per signature in `extra`, e.g. the learner's), as Markdown."""
-    sigs = [load(exercise_key, r, gpu) for r in rungs(exercise_key, gpu)] + list(extra)
+def table(exercise_key: str, gpu: str = GPU, extra: list[Signature] = (), only: tuple[str, ...] = ()) -> str:
+    """One line per recorded rung (`only` those, in that order) and per signature in `extra` (e.g. the
+    learner's), as Markdown."""
+    names = list(only) or rungs(exercise_key, gpu)
+    sigs = [load(exercise_key, r, gpu) for r in names] + list(extra)
     head = ["rung"] + [c[0] for c in COLUMNS] + ["top stall"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in table_rows(sigs)]

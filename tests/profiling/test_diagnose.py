@@ -1,0 +1,60 @@
+"""The "diagnose" exercises (grader/profiling/diagnose.py, one case per chapter 1-6): every answer key is
+shown by the recorded profiles it is about, and only that constraint is; the check accepts the key and
+says where to look otherwise."""
+
+import pytest
+
+from grader import chapters
+from grader.errors import CheckFailed, NotImplementedYet
+from grader.profiling import diagnose
+
+CASES = {name: chapters.module(name).DIAGNOSE for name in chapters.names() if hasattr(chapters.module(name), "DIAGNOSE")}
+
+
+def test_chapters_one_to_six_each_have_a_case():
+    assert {"ch01", "ch02", "ch03", "ch04", "ch05", "ch06"} <= set(CASES)
+    assert len({c.binding for c in CASES.values()}) >= 5, "the cases cover most of the constraints"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_key_is_what_the_recorded_profiles_show(name):
+    case = CASES[name]
+    sig, beside = case.signatures()
+    shown = {n for n, c in diagnose.CONSTRAINTS.items() if c.evidence(sig, beside)}
+    # A kernel with no matrix product trivially leaves the tensor cores idle: that names nothing.
+    assert shown - {"no-tensor-cores"} == {case.binding} - {"no-tensor-cores"} and case.binding in shown, shown
+    assert case.rung != case.beside and len(set(case.choices)) == len(case.choices) >= 3
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_check_accepts_the_key_and_points_at_the_numbers_otherwise(name, capsys):
+    case = CASES[name]
+    check = chapters.module(name).check_diagnosis
+    check(lambda: (case.binding, case.next_rung))
+    assert f"✓ {case.key} diagnosis" in capsys.readouterr().out
+    wrong = next(b for b in diagnose.CONSTRAINTS if b != case.binding)
+    with pytest.raises(CheckFailed, match=f"is not bound by {wrong}.*look at"):
+        check(lambda: (wrong, case.next_rung))
+    other = next(c for c in case.choices if c != case.next_rung)
+    with pytest.raises(CheckFailed, match=f"does not relieve {case.binding}"):
+        check(lambda: (case.binding, other))
+    with pytest.raises(CheckFailed, match="is not one of the constraints"):
+        check(lambda: ("slow", case.next_rung))
+    with pytest.raises(CheckFailed, match="should return a tuple"):
+        check(lambda: case.binding)
+    with pytest.raises(NotImplementedYet, match=f"exercise {case.key} is not written yet"):
+        check(lambda: (_ for _ in ()).throw(NotImplementedError()))
+
+
+def test_show_prints_the_two_rungs_only_and_every_choice():
+    case = CASES["ch02"]
+    text = diagnose.show(case)
+    assert "| unpadded_tile |" in text and "| naive |" in text and "| solution |" not in text
+    assert all(repr(c) in text for c in case.choices) and all(n in text for n in diagnose.CONSTRAINTS)
+
+
+def test_a_case_with_an_unknown_key_is_refused():
+    with pytest.raises(ValueError, match="not a constraint"):
+        diagnose.Case("x", "2", "naive", "solution", "slow", "a", ("a", "b"), "")
+    with pytest.raises(ValueError, match="not one of the choices"):
+        diagnose.Case("x", "2", "naive", "solution", "uncoalesced", "c", ("a", "b"), "")
