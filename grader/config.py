@@ -19,6 +19,7 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | LADDER_NO_DISASSEMBLER        | unset   | any value: hide cuobjdump and nvdisasm (chapter 4 falls back to PTX) |
 | LADDER_QUIET_START            | unset   | "1": `start()` prints and measures nothing (set by the grader's own processes) |
 | LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
+| LADDER_GRADER_RUN             | unset   | "1" in the kernels of `ladder check` and `ladder grade` (set by grader/notebooks/nbexec.py): `profile()` shows the recorded rungs instead of running Nsight Compute |
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ MAX_VERDICT_MESSAGE = 12000      # characters of a rejection message kept in a v
 MAX_REPLY_BYTES = 64 * 2**20     # the largest reply the verifier reads from the worker
 KERNEL_STARTUP_TIMEOUT_S = 120   # a notebook kernel that does not start in time fails the run
 
+
+GRADER_RUN = "LADDER_GRADER_RUN"
 
 _pinned: dict[str, str] | None = None
 
@@ -131,4 +134,9 @@ def trace_enabled() -> bool:
 # The variables above, for a child process that must see the same settings and for tests.
 VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
              "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
-             "LADDER_NO_DISASSEMBLER", "LADDER_QUIET_START", "LADDER_TRACE")
+             "LADDER_NO_DISASSEMBLER", "LADDER_QUIET_START", "LADDER_TRACE", GRADER_RUN)
+
+
+def grader_run() -> bool:
+    """This process is a notebook kernel that `ladder check` or `ladder grade` runs."""
+    return _get(GRADER_RUN) == "1"

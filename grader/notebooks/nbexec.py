@@ -31,6 +31,7 @@ facts and apply the same rules; two things make sure of it here:
 from __future__ import annotations
 
 import copy
+import os
 import re
 import signal
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
+from .. import config
 from ..isolation import isolate, rules
 from ..learner.cells import grade_id as _grade_id
 from ..learner.cells import is_autograded_test, is_learner_cell, learner_cells
@@ -160,6 +162,10 @@ class LadderExecute(Execute):
         self.outcomes: dict[str, KernelOutcome] = {}   # how each learner cell ended in the kernel
         if self.km is None:
             self.km = self.create_kernel_manager()
+        # The kernels started here (and fresh ones after a loss) inherit this: a learner's tool that is
+        # slow and decides nothing, such as profile(), skips its work while the grader runs the notebook.
+        before = os.environ.get(config.GRADER_RUN)
+        os.environ[config.GRADER_RUN] = "1"
         try:
             if not self.km.has_kernel:
                 self.start_new_kernel()
@@ -170,6 +176,10 @@ class LadderExecute(Execute):
                 else:
                     self._run_guarded(cell, resources, index)
         finally:
+            if before is None:
+                os.environ.pop(config.GRADER_RUN, None)
+            else:
+                os.environ[config.GRADER_RUN] = before
             if self.owns_km:  # as nbclient: a kernel manager the caller passed in is theirs to stop
                 self._discard_kernel(now=bool(self.crashes))
         self.set_widgets_metadata()

@@ -333,7 +333,7 @@ def test_notebooks_on_a_cpu(tmp_path):
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NoGPUError", c
         assert "no GPU found" in c["error"]["evalue"] and "compile for sm_80 and sm_90" in c["error"]["evalue"]
         assert "Traceback" not in c["error"]["evalue"]
-    assert solution["score"] == 3 and solution["max_score"] == 9 and solution["error"] is None
+    assert solution["score"] == 4 and solution["max_score"] == 10   # with the diagnosis and solution["error"] is None
 
     assert released["score"] == 0 and released["cells"]
     for c in released["cells"]:
@@ -341,7 +341,7 @@ def test_notebooks_on_a_cpu(tmp_path):
         assert "not written yet" in c["error"]["evalue"]
 
     cells = cells_by_id(student)
-    assert cells["sectors-test"]["passed"] and student["score"] == 1
+    assert cells["sectors-test"]["passed"] and cells["diagnose-test"]["passed"] and student["score"] == 2
     assert "transpose_bytes(8192, 8192) (hint" in cells["napkin-test"]["error"]["evalue"]
     assert "= 1, expected 2" in cells["banks-test"]["error"]["evalue"]
 

@@ -410,7 +410,7 @@ def test_notebooks_on_a_cpu(tmp_path):
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NoGPUError", c
         assert "no GPU found" in c["error"]["evalue"] and "compile for sm_80 and sm_90" in c["error"]["evalue"]
         assert "Traceback" not in c["error"]["evalue"]
-    assert solution["score"] == 2 and solution["max_score"] == 8 and solution["error"] is None
+    assert solution["score"] == 3 and solution["max_score"] == 9   # with the diagnosis and solution["error"] is None
 
     assert released["score"] == 0 and released["cells"]
     for c in released["cells"]:
@@ -418,7 +418,7 @@ def test_notebooks_on_a_cpu(tmp_path):
         assert "not written yet" in c["error"]["evalue"]
 
     cells = cells_by_id(student)
-    assert cells["intensity-test"]["passed"] and student["score"] == 1
+    assert cells["intensity-test"]["passed"] and cells["diagnose-test"]["passed"] and student["score"] == 2
     assert "gemm_flops(4096, 4096, 4096) (hint" in cells["gemm-napkin-test"]["error"]["evalue"]
 
 

@@ -282,7 +282,7 @@ def test_every_submission_names_real_cells():
 
 # ------------------------------------------------------------------------------ ladder check
 
-CPU_CELLS = ("napkin-test", "intensity-test", "wmma-tensor-cores")
+CPU_CELLS = ("napkin-test", "intensity-test", "wmma-tensor-cores", "diagnose-test")
 GPU_CELLS = ("wmma-visible", "wmma-hidden", "wmma-speed")
 
 
@@ -298,7 +298,7 @@ def test_solution_on_a_cpu_earns_the_napkin_and_tensor_core_points():
         assert cells[gid]["outcome"] == "fail" and err["ename"] == "NoGPUError", cells[gid]
         assert "no GPU found" in err["evalue"] and "compile for sm_80 and sm_90" in err["evalue"]
         assert "Traceback" not in err["evalue"]
-    assert nb["score"] == 3 and nb["max_score"] == 9
+    assert nb["score"] == 4 and nb["max_score"] == 10
 
 
 @pytest.mark.slow
@@ -317,7 +317,7 @@ def test_fma_only_submission_fails_the_tensor_core_cell_on_a_cpu(tmp_path):
     tc = cells["wmma-tensor-cores"]
     assert tc["outcome"] == "fail" and tc["error"]["ename"] == "CheckFailed"
     assert "`fma_gemm` has no tensor-core instructions" in tc["error"]["evalue"]
-    assert cells["napkin-test"]["passed"] and cells["intensity-test"]["passed"] and nb["score"] == 2
+    assert cells["napkin-test"]["passed"] and cells["intensity-test"]["passed"] and nb["score"] == 3
 
 
 # --------------------------------------------------------------------------------- on a GPU
@@ -327,7 +327,7 @@ def test_fma_only_submission_fails_the_tensor_core_cell_on_a_cpu(tmp_path):
 def test_gpu_solution_passes_every_graded_cell():
     code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
-    assert all(c["outcome"] == "pass" for c in cells.values()) and nb["score"] == 9
+    assert all(c["outcome"] == "pass" for c in cells.values()) and nb["score"] == 10
 
 
 @pytest.mark.gpu
@@ -369,7 +369,7 @@ def test_gpu_wrong_submission_scores_what_its_docstring_promises(tmp_path):
     # (1x1x1 and 17x33x9, inside the one block the rounded-down grid still launches): it passes here.
     # nbgrader restores the hidden shapes when grading, and they fail (checked below).
     assert cells["wmma-hidden"]["passed"] and cells["wmma-speed"]["passed"]
-    assert nb["score"] == 6
+    assert nb["score"] == 7   # the diagnosis is the solution's
     wmma_gemm = launchers("ch04", "wrong", ["wmma-solution"])["wmma_gemm"]
     with pytest.raises(CheckFailed, match="wrong result"):
         ch04.check_wmma_gemm(wmma_gemm, sizes=ch04.HIDDEN_SIZES, trials=1)

@@ -318,14 +318,14 @@ def test_solution_on_cpu_passes_correctness_in_the_interpreter_and_reports_no_gp
             assert "no GPU: speed not measured" in c["error"]["evalue"]
         else:
             assert c["outcome"] == "pass", c
-    assert nb["score"] == 10 and nb["max_score"] == 14
+    assert nb["score"] == 11 and nb["max_score"] == 15
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
 def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented():
     code, nb, cells = ladder_check_one(RELEASED)
-    assert code == 1 and nb["score"] == 0 and len(cells) == 8
+    assert code == 1 and nb["score"] == 0 and len(cells) == 9
     for c in cells.values():
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
         assert "not written yet" in c["error"]["evalue"]
@@ -336,7 +336,7 @@ def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented()
 def test_gpu_solution_passes_every_graded_cell():
     code, nb, cells = ladder_check_one(NOTEBOOK, timeout=1800)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
-    assert nb["score"] == 14
+    assert nb["score"] == 15
 
 
 @pytest.mark.gpu

@@ -378,20 +378,20 @@ def test_solution_kernels_compile_for_sm80_and_sm90_without_a_gpu():
 def test_solution_on_cpu_grades_correctness_and_says_no_gpu_for_speed_and_memory():
     code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 1 and nb["error"] is None
-    for gid in ("napkin-test", "tiled-test", "attention-visible", "attention-hidden"):
+    for gid in ("napkin-test", "tiled-test", "attention-visible", "attention-hidden", "diagnose-test"):
         assert cells[gid]["outcome"] == "pass", cells[gid]
     for gid in ("attention-speed", "causal-speed"):
         assert cells[gid]["error"]["ename"] == "NoGPUError", cells[gid]
         assert "no GPU: speed not measured" in cells[gid]["error"]["evalue"]
     assert "no GPU: memory not measured" in cells["attention-memory"]["error"]["evalue"]
-    assert nb["score"] == 7 and nb["max_score"] == 13
+    assert nb["score"] == 8 and nb["max_score"] == 14
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
 def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented():
     code, nb, cells = ladder_check_one(RELEASE)
-    assert code == 1 and nb["score"] == 0 and len(cells) == 7
+    assert code == 1 and nb["score"] == 0 and len(cells) == 8
     for c in cells.values():
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
         assert "not written yet" in c["error"]["evalue"]
@@ -404,7 +404,7 @@ def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented()
 def test_gpu_solution_passes_every_graded_cell():
     code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
-    assert nb["score"] == 13
+    assert nb["score"] == 14
 
 
 @pytest.mark.gpu

@@ -28,17 +28,18 @@ ALL = ("correct", "wrong", "stub", "compile_error", "killer", "crasher", "hanger
 STUDENTS = tuple(s for s in os.environ.get("LADDER_CLASS", ",".join(ALL)).split(",") if s in ALL)
 ONE_A = ("vector-add-visible", "vector-add-hidden", "vector-add-speed")
 
-# Full marks are 14; 1a's three cells are 6 points; the napkin cells 1 point each.
+# Full marks are 15; 1a's three cells are 6 points; the napkin cells and the diagnosis 1 point each (every
+# student but the stub keeps the solution's diagnosis).
 # wrong: only 1.1 (1.0, 1a and 1b are wrong). compile_error: everything but 1a's three cells.
 # tampered: kernels right, both napkin cells wrong on the original tests (restored and re-added).
 # The killer's notebook kernel dies in its fusion napkin cell, after the cell defined both functions:
 # in the notebook, the fresh kernel that carries on never has them, and the isolated check leaves that
 # cell out for the same reason (grader.notebooks.nbexec passes on how each cell ended), so its test
 # scores 0 on both paths, as tests/notebooks/test_kernel_death.py's in-kernel grading of the same student does.
-GPU_SCORES = {"correct": 14, "wrong": 1, "stub": 0, "compile_error": 8, "killer": 13, "crasher": 8, "hanger": 8,
-              "cheater": 8, "tampered": 12}
-CPU_SCORES = {"correct": 2, "wrong": 1, "stub": 0, "compile_error": 2, "killer": 1, "crasher": 2, "hanger": 2,
-              "cheater": 2, "tampered": 0}
+GPU_SCORES = {"correct": 15, "wrong": 2, "stub": 0, "compile_error": 9, "killer": 14, "crasher": 9, "hanger": 9,
+              "cheater": 9, "tampered": 13}
+CPU_SCORES = {"correct": 3, "wrong": 2, "stub": 0, "compile_error": 3, "killer": 2, "crasher": 3, "hanger": 3,
+              "cheater": 3, "tampered": 1}
 # Why 1a fails, for the students who broke it on purpose (on a GPU; without one every GPU cell says no-gpu).
 GPU_REASONS = {"crasher": "crashed", "hanger": "timed-out", "cheater": "library-compute"}
 
@@ -81,7 +82,7 @@ def test_every_student_gets_exactly_the_points_of_the_exercises_they_did_not_bre
     expected = GPU_SCORES if HAS_GPU else CPU_SCORES
     assert _scores(ws) == {s: expected[s] for s in STUDENTS}, proc.stdout[-3000:]
     with open(ws / "grades.csv") as fh:
-        assert {float(r["max_score"]) for r in csv.DictReader(fh)} == {14.0}
+        assert {float(r["max_score"]) for r in csv.DictReader(fh)} == {15.0}
 
 
 def test_the_correct_student_loses_nothing_to_the_others(graded):

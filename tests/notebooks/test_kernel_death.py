@@ -197,7 +197,7 @@ def graded(tmp_path_factory):
         build("ch01", "01_vector_add", name, tmp / "submissions" / f"{name}.ipynb")
     # In the notebook's kernel (--in-kernel): the killer's own kernel runs its test cells, so the cell
     # whose kernel died loses its point. Isolated grading (the default) is tests/notebooks/test_grading.py,
-    # which expects the same score for the killer: 13 of 14 on a GPU, 1 of 2 on a CPU.
+    # which expects the same score for the killer: 14 of 15 on a GPU, 2 of 3 on a CPU.
     proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(tmp / "submissions"), "--in-kernel",
                            "--assignment", "01_vector_add", "--workspace", str(tmp / "ws")],
                           capture_output=True, text=True, cwd=ROOT, timeout=1800)
@@ -220,7 +220,7 @@ def test_grade_keeps_the_other_cells_of_a_dying_notebook(graded):
     assert scores["fusion-napkin-test"] == 0
     with open(ws / "grades.csv") as fh:
         total = {row["student_id"]: float(row["score"]) for row in csv.DictReader(fh)}
-    assert total == ({"killer": 13, "correct": 14} if HAS_GPU else {"killer": 1, "correct": 2})
+    assert total == ({"killer": 14, "correct": 15} if HAS_GPU else {"killer": 2, "correct": 3})
     assert "killer" in proc.stdout and "fusion-napkin-solution: the notebook's kernel died" in proc.stdout
 
 

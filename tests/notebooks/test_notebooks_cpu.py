@@ -14,14 +14,15 @@ def test_solution_notebook_on_cpu_passes_napkin_cells_and_reports_no_gpu():
     (nb,) = report["notebooks"]
     cells = {c["grade_id"]: c for c in nb["cells"]}
     assert cells["napkin-test"]["passed"] and cells["fusion-napkin-test"]["passed"]
-    gpu_cells = [c for gid, c in cells.items() if "napkin" not in gid]
+    assert cells["diagnose-test"]["passed"]
+    gpu_cells = [c for gid, c in cells.items() if "napkin" not in gid and gid != "diagnose-test"]
     assert gpu_cells
     for c in gpu_cells:
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NoGPUError", c
         assert "no GPU found" in c["error"]["evalue"]
         assert "compile for sm_80 and sm_90" in c["error"]["evalue"], "the CPU path must still compile-check"
         assert "Traceback" not in c["error"]["evalue"]
-    assert nb["score"] == 2 and nb["max_score"] == sum(c["max_points"] for c in nb["cells"])
+    assert nb["score"] == 3 and nb["max_score"] == sum(c["max_points"] for c in nb["cells"])
 
 
 def test_released_notebook_fails_every_graded_cell_with_not_implemented():

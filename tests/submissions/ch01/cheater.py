@@ -2,7 +2,7 @@
 only; `torch.add` then writes the answer into `out`. Every value is right, and a check run in the
 notebook's kernel with no eye on torch would pass it (and time torch against itself, about 1.0x,
 above the 0.70x bar). The grader's worker sees torch compute with the grader's tensors inside the
-launcher: 1a's three cells fail (library-compute), 8 of 14 on a GPU (2 on a CPU)."""
+launcher: 1a's three cells fail (library-compute), 9 of 15 on a GPU (3 on a CPU)."""
 CHAPTER_DIR = "01_vector_add"
 CELLS = {
     "vector-add-solution": r'''

@@ -2,7 +2,7 @@
 ends the kernel process (`os._exit(1)`, as a segfault or the out-of-memory killer would). Only that
 cell's test is lost: `fusion-napkin-test` scores 0 (the functions died with the kernel, and its
 output says so), while every other cell is graded as usual in a fresh kernel: 1 point on a CPU
-(napkin math 1.0), 13 of 14 on a GPU."""
+(napkin math 1.0), 14 of 15 on a GPU."""
 CHAPTER_DIR = "01_vector_add"
 CELLS = {
     "fusion-napkin-solution": '''

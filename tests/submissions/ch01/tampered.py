@@ -1,6 +1,6 @@
 """A student who tampers with the tests: wrong napkin math in both napkin cells, then the 1.0 test
 cell deleted and the 1.1 test cell's checks replaced by `pass`. Graded on the original tests, both
-napkin cells fail. The kernels are the solution's: 0 points on a CPU, 12 of 14 on a GPU."""
+napkin cells fail. The kernels are the solution's: 1 point on a CPU (the diagnosis), 13 of 15 on a GPU."""
 CHAPTER_DIR = "01_vector_add"
 CELLS = {
     "napkin-solution": '''

@@ -1,6 +1,6 @@
 """A student with three mistakes: attention_flops counts one matmul instead of two; tiled_attention
 exponentiates without the running max (NaN on the shifted rows); and the kernel forgets to rescale
-its accumulator when the max grows. Every graded cell fails, on a CPU as on a GPU (0 of 13)."""
+its accumulator when the max grows. Every graded cell fails but the diagnosis, which is the solution's: 1 of 14, on a CPU as on a GPU."""
 CHAPTER_DIR = "06_flash_attention"
 CELLS = {
     "napkin-solution": '''
