@@ -474,7 +474,7 @@ def plot_results(*results: SpeedResult | None):
 
 def plot_tflops_vs_size(kernels: dict[str, Callable], sizes=(512, 1024, 2048, 4096, 8192)):
     """Achieved TFLOP/s of matmul launchers and torch.mm on square fp16 matrices, under the ceiling."""
-    from ..cuda.gpu import ceilings
+    from ..harness.ceilings import ceilings
 
     ok, reason = gpu_or_reason()
     if not ok:

@@ -521,7 +521,7 @@ def measure_naive(size=SPEED_SIZE, causal: bool = False) -> dict | None:
         print(f"{reason}: nothing to measure here. On an H200 naive attention at {describe(SPEED_SIZE)} took "
               "10 GiB beyond its inputs and output.")
         return None
-    from ..cuda.gpu import ceilings
+    from ..harness.ceilings import ceilings
 
     size = size if (NAIVE_BYTES_PER_SCORE + 2) * size[0] * size[1] * size[2] ** 2 < 0.8 * free_gpu_bytes() \
         else _speed_size()
