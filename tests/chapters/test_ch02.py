@@ -273,9 +273,9 @@ def _graded(nb_path):
             for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")}
 
 
-def test_solution_notebook_grades_nine_points_like_chapter_one():
+def test_solution_notebook_grades_ten_points():
     assert _graded(SOLUTION) == {"sectors-test": 1, "napkin-test": 1, "banks-test": 1, "transpose-visible": 2,
-                                 "transpose-hidden": 2, "transpose-speed": 2}
+                                 "transpose-hidden": 2, "transpose-speed": 2, "diagnose-test": 1}
 
 
 @pytest.mark.parametrize("options, tile_bytes, loads", [

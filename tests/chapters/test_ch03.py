@@ -351,12 +351,12 @@ def _kernel(name):
     return dict(cuda_sources(SOLUTION)[0])[name]
 
 
-def test_solution_notebook_grades_eight_points():
+def test_solution_notebook_grades_nine_points():
     nb = json.loads(SOLUTION.read_text())
     graded = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"].get("points")
               for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")}
     assert graded == {"gemm-napkin-test": 1, "intensity-test": 1, "sgemm-visible": 2, "sgemm-hidden": 2,
-                      "sgemm-speed": 2}
+                      "sgemm-speed": 2, "diagnose-test": 1}
 
 
 def test_register_blocked_kernel_keeps_its_accumulators_in_registers():
