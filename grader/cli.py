@@ -164,14 +164,21 @@ def resolve_notebook(arg: str) -> Path:
 
 
 def cmd_grade(args) -> int:
-    from .notebooks.grading import grade
+    from .classgrade.cluster import Where, parse_options
+    from .classgrade.run import grade
 
     if args.ungradable:
         import os
         os.environ["LADDER_UNGRADABLE"] = args.ungradable  # the graded notebooks' kernels inherit it
-
+    if args.cluster_option and not args.cluster:
+        raise LadderError("--cluster-option goes with --cluster")
+    if args.gpus is not None and args.gpus < 1 or args.workers is not None and args.workers < 1:
+        raise LadderError("--gpus and --workers take a number of at least 1")
+    where = Where(gpus=args.gpus, workers=args.workers, scheduler=args.scheduler, cluster=args.cluster,
+                  jobs=args.jobs, cluster_options=parse_options(args.cluster_option or []), retries=args.retries)
     grades = grade(Path(args.submissions), args.assignment, Path(args.workspace),
-                   Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None)
+                   Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None, where=where,
+                   db_url=args.db, progress=not args.no_progress)
     return 0 if all(g.error is None for g in grades) else 1
 
 
@@ -249,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --sanitize: time limit of each tool's run on each notebook (default 900)")
     k.set_defaults(func=cmd_check)
 
-    g = sub.add_parser("grade", help="autograde submissions with nbgrader, write feedback and a grades CSV")
+    g = sub.add_parser("grade", help="autograde a class's submissions with nbgrader, one student per GPU (several GPUs "
+                                     "or machines through Dask), resumable; feedback and a grades CSV")
     g.add_argument("submissions", help="nbgrader's submitted/ tree, or a folder of STUDENT.ipynb files")
     g.add_argument("--assignment", required=True, help="assignment folder name, e.g. 01_vector_add")
     g.add_argument("--workspace", default="grading", help="nbgrader course folder to grade in (default: grading/)")
@@ -258,6 +266,29 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ungradable", choices=("zero", "full"),
                    help="how to score a speed cell whose bar no correct kernel can reach on this GPU, such as "
                         "chapter 5 on a T4 (sets LADDER_UNGRADABLE; default zero; docs/gpus.md)")
+    g.add_argument("--db", metavar="URL",
+                   help="the gradebook's database as an SQLAlchemy URL, e.g. postgresql+psycopg://grader@host/class "
+                        "(default: WORKSPACE/gradebook.db, SQLite)")
+    on = g.add_mutually_exclusive_group()
+    on.add_argument("--gpus", type=int, metavar="N",
+                    help="grade N students at once on this machine's first N GPUs, one Dask worker pinned to each "
+                         "(dask-cuda); without it, one GPU and no Dask")
+    on.add_argument("--workers", type=int, metavar="N",
+                    help="grade N students at once in N local Dask processes without GPU pinning (machines "
+                         "without a GPU)")
+    on.add_argument("--scheduler", metavar="ADDR",
+                    help="grade on an existing Dask scheduler's workers (each started with one GPU and "
+                         "`--nthreads 1 --resources GPU=1`)")
+    on.add_argument("--cluster", choices=("slurm", "pbs", "sge", "lsf"),
+                    help="submit Dask workers as batch jobs of one GPU each through dask-jobqueue")
+    g.add_argument("--jobs", type=int, default=1, help="with --cluster: how many batch jobs (GPUs) to ask for")
+    g.add_argument("--cluster-option", action="append", metavar="KEY=VALUE",
+                   help="with --cluster: an option of the dask-jobqueue cluster (queue=gpu, account=cs101, "
+                        "walltime=02:00:00, ...); repeat the flag for several")
+    g.add_argument("--retries", type=int, default=2,
+                   help="with Dask: how many times a student whose worker or GPU died is graded again elsewhere "
+                        "(default 2)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
     where = g.add_mutually_exclusive_group()
     where.add_argument("--isolated", action="store_true",
                        help="check graded cells in fresh processes, out of the notebook's reach (the default; "

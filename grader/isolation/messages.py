@@ -186,6 +186,9 @@ class Verdict:
     seconds: float = 0.0
     cls: str | None = None
     values: str | None = None   # base64 pickle of the grader results the test cell assigned
+    # Of `seconds`, the time the worker took to start and run the learner's cells (imports, compiling):
+    # where a check's time goes, reported per cell by `ladder grade` (grader.notebooks.nbexec).
+    load_seconds: float = 0.0
 
     def error_name(self) -> str:
         return self.cls or ("CheckFailed" if not self.passed else "")

@@ -60,9 +60,11 @@ def run(job: Job, worker_method: str = "spawn", private: tuple = ()) -> Verdict:
     from .remote import RemoteFunction, WorkerHandle
 
     start = time.perf_counter()
+    load_seconds = 0.0
     handle = WorkerHandle(worker_method, private)
     try:
         loaded = handle.load(job.cells, job.outcomes)
+        load_seconds = time.perf_counter() - start
         if loaded.tampered:
             raise rules.tampered(loaded.tampered)
         ns: dict = {"__name__": "__ladder_test__"}
@@ -82,11 +84,12 @@ def run(job: Job, worker_method: str = "spawn", private: tuple = ()) -> Verdict:
             exec(compile(job.test, f"<test cell {job.test_name}>", "exec"), ns)
         except NameError as exc:
             raise rules.not_defined(getattr(exc, "name", None) or str(exc), loaded.problems) from None
-        return Verdict(True, None, "", seconds=time.perf_counter() - start, values=_assigned_values(job.test, ns))
+        return Verdict(True, None, "", seconds=time.perf_counter() - start, values=_assigned_values(job.test, ns),
+                       load_seconds=load_seconds)
     except LadderError as exc:
         text = str(exc.args[0]) if exc.args else str(exc)
         return Verdict(False, exc.reason, text[:config.MAX_VERDICT_MESSAGE], seconds=time.perf_counter() - start,
-                       cls=type(exc).__name__)
+                       cls=type(exc).__name__, load_seconds=load_seconds)
     except (NotImplementedError, AssertionError) as exc:
         return Verdict(False, rules.reason_for(exc), str(exc)[:config.MAX_VERDICT_MESSAGE] or
                        "still the released stub: replace `raise NotImplementedError()` with your code",

@@ -214,6 +214,10 @@ class LadderExecute(Execute):
         verdict = isolate.check_sources(learner_cells(self.nb, gid), cell.get("source", ""), gid,
                                         timeout_s=self.timeout or None, cwd=path, outcomes=self.outcomes)
         self.verdicts[gid] = verdict
+        # Where grading time goes (grader.classgrade.timing reads it): the check, and of it the worker's
+        # start with the learner's cells. nbclient records the other cells' times in metadata.execution.
+        cell.metadata["ladder"] = {"check_seconds": round(verdict.seconds, 3),
+                                   "load_seconds": round(verdict.load_seconds, 3)}
         outputs = []
         if verdict.stdout.strip():
             outputs.append(NotebookNode(output_type="stream", name="stdout", text=verdict.stdout))

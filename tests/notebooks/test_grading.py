@@ -146,7 +146,7 @@ def test_the_dying_kernel_and_the_deleted_tests_are_reported(graded):
 
 
 def test_submitted_tree_layout_is_accepted(tmp_path):
-    from grader.notebooks.grading import collect_submissions
+    from grader.classgrade.run import collect_submissions
     nb = tmp_path / "submitted" / "alice" / "01_vector_add" / "01_vector_add.ipynb"
     nb.parent.mkdir(parents=True)
     nb.write_text("{}")

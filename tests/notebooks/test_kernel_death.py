@@ -251,7 +251,7 @@ def test_nbgrader_alone_loses_the_whole_notebook(tmp_path):
     from nbgrader.apps import NbGraderAPI
     from nbgrader.converters import Autograde
 
-    from grader.notebooks.grading import workspace_config
+    from grader.classgrade.course import workspace_config
 
     ws = tmp_path / "ws"
     shutil.copytree(ROOT / "solutions/01_vector_add", ws / "source/01_vector_add")

@@ -1,0 +1,75 @@
+"""Per-chapter grading time of each solution notebook through `ladder grade`, and where it goes.
+
+    python3 assets/results/issue15/grading_time.py --out DIR [--chapters 01_vector_add,05_triton_matmul]
+        [-- EXTRA LADDER GRADE ARGS]
+
+Each chapter's solution notebook is graded as the only student of a fresh workspace, as an instructor
+would grade it (isolated checks, the default). The wall time of the whole `ladder grade` command is
+the figure against the 60 s goal; the autograded notebook says where it went (grader.classgrade.timing):
+the cells run in the notebook's kernel, and the isolated checks with, of them, the worker's start.
+Writes DIR/grading_time.json and prints a Markdown table.
+"""
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT))
+
+from grader.classgrade.timing import breakdown
+
+
+def chapters() -> list[str]:
+    return sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir() and list(p.glob("*.ipynb")))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--chapters", default="")
+    ap.add_argument("extra", nargs="*")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    wanted = [c for c in args.chapters.split(",") if c] or chapters()
+    rows = {}
+    for ch in wanted:
+        nb = next((ROOT / "solutions" / ch).glob("*.ipynb"))
+        with tempfile.TemporaryDirectory(prefix=f"time-{ch}-") as tmp:
+            subs = Path(tmp) / "subs"
+            subs.mkdir()
+            shutil.copy(nb, subs / "solution.ipynb")
+            start = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(subs), "--assignment", ch,
+                                   "--workspace", str(Path(tmp) / "ws"), *args.extra],
+                                  capture_output=True, text=True, cwd=ROOT, check=False)
+            wall = time.perf_counter() - start
+            graded = Path(tmp) / "ws" / "autograded" / "solution" / ch / nb.name
+            parts = breakdown(json.loads(graded.read_text())) if graded.is_file() else None
+            score = next((line.split()[1] for line in proc.stdout.splitlines() if line.startswith("solution ")), "?")
+            rows[ch] = {"wall_seconds": round(wall, 1), "score": score, "rc": proc.returncode,
+                        **(parts.as_dict() if parts else {}),
+                        "top": [(c.name, round(c.seconds, 1), round(c.load_seconds, 1)) for c in parts.top(8)]
+                        if parts else [], "stdout_tail": proc.stdout[-1500:], "stderr_tail": proc.stderr[-1500:]}
+            print(f"{ch}: {wall:.1f} s, {score}", flush=True)
+            (out / "grading_time.json").write_text(json.dumps(rows, indent=1))   # each chapter as it ends
+    print("\n| chapter | score | ladder grade, s | in the notebook's kernel, s | isolated checks, s | of them worker start, s |")
+    print("|---|---|---|---|---|---|")
+    for ch, r in rows.items():
+        print(f"| {ch} | {r['score']} | {r['wall_seconds']} | {r.get('kernel_seconds', '?')} | "
+              f"{r.get('check_seconds', '?')} | {r.get('check_load_seconds', '?')} |")
+    for ch, r in rows.items():
+        print(f"\n{ch}, the slowest cells (name, s, of which worker start):")
+        for name, s, load in r["top"]:
+            print(f"  {s:7.1f}  {load:6.1f}  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""Where students are graded: in this process (one GPU, the default: no Dask process is started), or on
+Dask workers, each of which grades one student at a time on one GPU.
+
+- `--gpus N`: dask-cuda's LocalCUDACluster, one worker per GPU, each pinned to its own GPU through
+  CUDA_VISIBLE_DEVICES (which the notebook kernels and the isolated checks it starts inherit).
+- `--workers N`: N local worker processes with no GPU pinning (a machine without GPUs; the tests).
+- `--scheduler ADDR`: an existing Dask scheduler whose workers were started with `--nthreads 1
+  --resources GPU=1` and one GPU each (README, "Grading a class").
+- `--cluster slurm|pbs|sge|lsf --jobs N`: dask-jobqueue submits N batch jobs of one worker and one GPU.
+
+Every task asks for the resource GPU=1, and every worker made here has exactly one, so no two students
+ever share a GPU. Dask re-queues the student of a worker that died on another worker, up to `retries`
+times (its scheduler's `allowed-failures`).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..errors import LadderError
+
+RESOURCE = {"GPU": 1}
+# Per batch job: one worker, one GPU, one task at a time; CPU cores for compiling and the notebook kernel.
+JOBQUEUE_DEFAULTS = {"cores": 4, "processes": 1, "memory": "32GB", "walltime": "04:00:00"}
+GPU_DIRECTIVE = {"slurm": "--gres=gpu:1", "pbs": "-l ngpus=1", "sge": "-l gpu=1", "lsf": '-gpu "num=1"'}
+JOBQUEUE_CLASSES = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster", "lsf": "LSFCluster"}
+
+
+@dataclass
+class Where:
+    gpus: int | None = None          # local GPUs, one worker each (LocalCUDACluster)
+    workers: int | None = None       # local CPU worker processes
+    scheduler: str | None = None     # an existing scheduler's address
+    cluster: str | None = None       # a batch system, through dask-jobqueue
+    jobs: int = 1
+    cluster_options: dict = field(default_factory=dict)
+    retries: int = 2
+
+    @property
+    def uses_dask(self) -> bool:
+        return bool((self.gpus and self.gpus > 1) or self.workers or self.scheduler or self.cluster)
+
+
+def _need(module: str, extra: str = "class"):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise LadderError(f"grading on several GPUs needs {module.split('.')[0]}: pip install -e '.[{extra}]'") from None
+
+
+def visible_gpus() -> int:
+    """GPUs this process may use, from NVML (no CUDA context is made here)."""
+    try:
+        import pynvml
+    except ImportError:
+        pynvml = None
+    if pynvml is not None:
+        try:
+            pynvml.nvmlInit()
+            count = pynvml.nvmlDeviceGetCount()
+            pynvml.nvmlShutdown()
+            pinned = os.environ.get("CUDA_VISIBLE_DEVICES")
+            return min(count, len([d for d in pinned.split(",") if d.strip()])) if pinned else count
+        except pynvml.NVMLError:
+            return 0
+    return 0
+
+
+@contextmanager
+def client_for(where: Where):
+    """A Dask client for `where`, closed with everything it started; None where no Dask is wanted."""
+    if not where.uses_dask:
+        yield None
+        return
+    dask = _need("dask")
+    distributed = _need("distributed")
+    with dask.config.set({"distributed.scheduler.allowed-failures": where.retries,
+                          # a student's grading holds its worker's only thread for minutes; that is work, not a hang
+                          "distributed.admin.tick.limit": "1h"}):
+        cluster = None
+        try:
+            if where.scheduler:
+                client = distributed.Client(where.scheduler)
+                _check_workers(client)
+            else:
+                cluster = _local_or_batch(where, distributed)
+                client = distributed.Client(cluster)
+                if where.cluster:
+                    cluster.scale(jobs=where.jobs)
+            try:
+                yield client
+            finally:
+                client.close()
+        finally:
+            if cluster is not None:
+                cluster.close()
+
+
+def _local_or_batch(where: Where, distributed):
+    if where.gpus:
+        available = visible_gpus()
+        if available == 0:
+            raise LadderError(f"--gpus {where.gpus}: no GPU found (NVML sees none). Without GPUs, --workers N grades "
+                              "on N processes: correctness and the CPU cells still count, speed cells say no GPU")
+        if where.gpus > available:
+            raise LadderError(f"--gpus {where.gpus}: this machine shows {available} GPU(s)")
+        dask_cuda = _need("dask_cuda")
+        devices = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = [d.strip() for d in devices.split(",")] if devices else [str(i) for i in range(available)]
+        return dask_cuda.LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(ids[:where.gpus]), threads_per_worker=1,
+                                          resources=RESOURCE, memory_limit=0)
+    if where.workers:
+        return distributed.LocalCluster(n_workers=where.workers, threads_per_worker=1, processes=True,
+                                        resources=RESOURCE, memory_limit=0)
+    jobqueue = _need("dask_jobqueue")
+    kind = where.cluster.lower()
+    if kind not in JOBQUEUE_CLASSES:
+        raise LadderError(f"--cluster {where.cluster}: use one of {', '.join(JOBQUEUE_CLASSES)}")
+    options = dict(JOBQUEUE_DEFAULTS, **where.cluster_options)
+    options.setdefault("job_extra_directives", [GPU_DIRECTIVE[kind]])
+    options["worker_extra_args"] = [*options.get("worker_extra_args", []), "--resources", "GPU=1"]
+    return getattr(jobqueue, JOBQUEUE_CLASSES[kind])(**options)
+
+
+def _check_workers(client) -> None:
+    """An existing scheduler's workers must each offer one GPU as a resource, or no task would ever run."""
+    workers = client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(client) else client.scheduler_info()["workers"]
+    if workers and not any(w.get("resources", {}).get("GPU") for w in workers.values()):
+        raise LadderError("the scheduler's workers offer no GPU resource: start each with one GPU and "
+                          "`dask worker ADDR --nthreads 1 --resources GPU=1` (README, Grading a class)")
+
+
+def _takes_n_workers(client) -> bool:
+    import inspect
+
+    return "n_workers" in inspect.signature(client.scheduler_info).parameters
+
+
+def dashboard(client) -> str | None:
+    """The dashboard's address, where the scheduler serves one (it needs bokeh)."""
+    try:
+        services = client.scheduler_info().get("services", {})
+    except Exception:  # noqa: BLE001 - only a convenience
+        return None
+    return client.dashboard_link if "dashboard" in services else None
+
+
+def parse_options(pairs: list[str]) -> dict:
+    """--cluster-option KEY=VALUE pairs, values read as YAML scalars or lists (queue=gpu, cores=8,
+    job_extra_directives=['--gres=gpu:a100:1'])."""
+    import yaml
+
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise LadderError(f"--cluster-option {pair!r}: write KEY=VALUE, e.g. queue=gpu")
+        key, value = pair.split("=", 1)
+        out[key.strip().replace("-", "_")] = yaml.safe_load(value)
+    return out

@@ -1,0 +1,31 @@
+"""What goes to a worker (one student to grade) and what comes back, as plain picklable data: a worker
+on another machine needs nothing from the instructor's disk but the installed course."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class StudentJob:
+    assignment: str
+    notebook: str                    # the assignment's notebook file name, e.g. 05_triton_matmul.ipynb
+    student: str
+    submission: bytes                # the submitted notebook, as submitted
+    submission_sha256: str
+    source: dict[str, bytes]         # the assignment's source folder (solutions/ASSIGNMENT), by relative path
+    source_sha256: str
+    bars: bytes | None               # the LADDER_BARS override in force, if any
+    grader_sha256: str               # the coordinator's grader (grader.classgrade.identity)
+    settings: dict[str, str] = field(default_factory=dict)   # the coordinator's LADDER_ settings
+
+
+@dataclass
+class StudentResult:
+    student: str
+    executed: bytes | None           # the notebook as the worker's autograde left it (outputs, timings)
+    seconds: float                   # wall time of this student on the worker
+    worker: str                      # where it ran: host, and the GPU it was pinned to
+    grader_sha256: str               # the worker's grader: a different one is refused
+    error: str | None = None         # a failure of grading itself (not of the student's code)
+    gpu_failure: str | None = None   # the GPU stopped working while this student was graded: grade again elsewhere

@@ -1,0 +1,104 @@
+"""The journal of graded students, a table beside nbgrader's in the gradebook's own database.
+
+One row per (assignment, student): the hashes the grade was made from (grader.classgrade.identity), the
+score, where and how long it ran, how many attempts it took and why earlier ones ended. A row is written
+only after nbgrader has recorded the grade, so a run killed at any point loses no recorded grade and
+repeats at most the students in flight; `ladder grade` run again skips a student whose row matches.
+nbgrader's schema has no place for this; the table lives in the same database (SQLite or PostgreSQL,
+through SQLAlchemy) so that the grade and its provenance are never kept apart.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    create_engine,
+    delete,
+    select,
+)
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+TABLE = Table(
+    "ladder_graded", MetaData(),
+    Column("assignment", String(128), primary_key=True),
+    Column("student", String(128), primary_key=True),
+    Column("submission_sha256", String(64), nullable=False),
+    Column("source_sha256", String(64), nullable=False),
+    Column("grader_sha256", String(64), nullable=False),
+    Column("score", Float),
+    Column("max_score", Float),
+    Column("seconds", Float),
+    Column("worker", String(256)),
+    Column("attempts", Integer),
+    Column("notes", Text),           # JSON: why earlier attempts ended, kernel losses, errors
+    Column("graded_at", DateTime(timezone=True)),
+)
+
+
+@dataclass
+class Entry:
+    assignment: str
+    student: str
+    submission_sha256: str
+    source_sha256: str
+    grader_sha256: str
+    score: float
+    max_score: float
+    seconds: float
+    worker: str
+    attempts: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    def same_grading(self, submission: str, source: str, grader: str) -> bool:
+        return (self.submission_sha256, self.source_sha256, self.grader_sha256) == (submission, source, grader)
+
+
+def retrying(action, attempts: int = 8):
+    """Run `action()`, again after a short wait when several writers collided on the database (SQLite's
+    lock, PostgreSQL's unique keys or serialization): concurrent `ladder grade` runs share a gradebook."""
+    for attempt in range(attempts):
+        try:
+            return action()
+        except (OperationalError, IntegrityError, DBAPIError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * 2 ** attempt)
+
+
+class Journal:
+    def __init__(self, db_url: str):
+        self.engine = create_engine(db_url)
+        retrying(lambda: TABLE.create(self.engine, checkfirst=True))
+
+    def entries(self, assignment: str) -> dict[str, Entry]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(TABLE).where(TABLE.c.assignment == assignment)).mappings().all()
+        return {r["student"]: Entry(r["assignment"], r["student"], r["submission_sha256"], r["source_sha256"],
+                                    r["grader_sha256"], r["score"], r["max_score"], r["seconds"], r["worker"],
+                                    r["attempts"], json.loads(r["notes"] or "[]")) for r in rows}
+
+    def record(self, entry: Entry) -> None:
+        row = dict(entry.__dict__, notes=json.dumps(entry.notes), graded_at=datetime.now(UTC))
+
+        def write():
+            with self.engine.begin() as conn:
+                conn.execute(delete(TABLE).where(and_(TABLE.c.assignment == entry.assignment,
+                                                      TABLE.c.student == entry.student)))
+                conn.execute(TABLE.insert().values(**row))
+        retrying(write)
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,83 @@
+"""What an instructor watches while a class is graded, and the summary at the end.
+
+A tqdm bar counts students (its rate gives the time left); beside it, how many are done and failed and
+who is being graded where, with for how long. The summary lists each student's score with the cells
+they lost, then each graded cell's pass rate over the class.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tqdm.auto import tqdm
+
+from .record import StudentGrade
+
+
+class Progress:
+    def __init__(self, total: int, already: int, echo=print, enabled: bool = True):
+        self.echo = echo
+        self.bar = tqdm(total=total, unit="student", desc="grading", dynamic_ncols=True, disable=not enabled,
+                        smoothing=0.1)
+        self.done = self.failed = 0
+        self.running: dict[str, tuple[str, float]] = {}   # student -> (where, since)
+        if already:
+            echo(f"{already} student(s) already graded from the same submission, grader and bars: skipped")
+
+    def started(self, student: str, where: str, since: float | None = None) -> None:
+        self.running[student] = (where, since or time.time())
+        self._show()
+
+    def finished(self, grade: StudentGrade) -> None:
+        self.running.pop(grade.student, None)
+        if grade.error:
+            self.failed += 1
+        else:
+            self.done += 1
+        self.bar.update(1)
+        self._show()
+
+    def note(self, text: str) -> None:
+        self.bar.write(text)
+
+    def refresh(self) -> None:
+        self._show()
+
+    def _show(self) -> None:
+        now = time.time()
+        running = ", ".join(f"{where}: {student} {now - since:.0f}s"
+                            for student, (where, since) in sorted(self.running.items(), key=lambda kv: kv[1][0]))
+        self.bar.set_postfix_str(f"done {self.done}, failed {self.failed}" + (f" | {running}" if running else ""))
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def summary(grades: list[StudentGrade]) -> list[str]:
+    """Per student: score, where and how long, what failed; then per cell: the class's pass rate."""
+    lines = []
+    for g in sorted(grades, key=lambda g: g.student):
+        status = f"{g.score:g}/{g.max_score:g}" + (f"  ({g.error.splitlines()[0]})" if g.error else "")
+        how = "already graded" if g.skipped else f"{g.seconds:.0f} s on {g.worker}" if g.worker else ""
+        lines.append(f"{g.student:<20} {status:<12} {how}")
+        for note in g.notes:
+            lines.append(f"    ~ {note}")
+        for loss in g.kernel_losses:
+            lines.append(f"    ! {loss}")
+        for cell, (pts, mx) in g.cells.items():
+            lines.append(f"    {'✓' if pts == mx else '✗'} {cell:<24} {pts:g}/{mx:g}")
+    cells: dict[str, list[bool]] = {}
+    for g in grades:
+        if g.error is None:
+            for cell, (pts, mx) in g.cells.items():
+                cells.setdefault(cell, []).append(pts == mx)
+    if cells:
+        graded = sum(1 for g in grades if g.error is None)
+        lines.append(f"\npass rate per cell ({graded} student(s) graded):")
+        for cell, passed in cells.items():
+            lines.append(f"    {cell:<24} {sum(passed):>4}/{len(passed):<4} {100 * sum(passed) / len(passed):5.1f}%")
+    timed = [g.seconds for g in grades if not g.skipped and g.worker]
+    if timed:
+        lines.append(f"\ngrading time per student: median {sorted(timed)[len(timed) // 2]:.0f} s, "
+                     f"longest {max(timed):.0f} s")
+    return lines

@@ -1,0 +1,213 @@
+"""The instructor's workspace, and the one writer of its gradebook.
+
+A worker's executed notebook (grader.classgrade.task) is recorded by nbgrader's own autograde, run here
+with its Execute step replaced by `ExecutedElsewhere`, which takes every cell's outputs from that
+notebook instead of running it. Everything else is nbgrader's: the student and submission rows, the
+files copied from source/, the restored test cells, the scores (SaveAutoGrades), late penalties, the
+autograded notebook and the feedback page. The worker's autograde started from the same submission,
+source and nbgrader, so its cells must match these one for one; a notebook that does not is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbconvert.preprocessors import Preprocessor
+from traitlets import Unicode
+
+from ..errors import LadderError
+from ..harness.quiet import captured_stderr
+from . import course
+from .job import StudentJob, StudentResult
+from .journal import Entry, Journal, retrying
+
+EXECUTED_DIR = "executed"   # in the workspace: STUDENT/ASSIGNMENT/NOTEBOOK.ipynb as each worker returned it
+# nbgrader reports a database collision as a failed step, with the driver's error in its log
+_COLLISION = ("database is locked", "OperationalError", "IntegrityError", "could not serialize", "deadlock detected")
+
+
+class ExecutedElsewhere(Preprocessor):
+    """nbgrader's Execute step for a notebook a worker already executed: copy its cells' outputs."""
+
+    enabled = True   # nbconvert's preprocessors are off unless asked; this one is the pipeline's Execute step
+    executed_dir = Unicode(help="folder of executed notebooks, as EXECUTED_DIR/STUDENT/ASSIGNMENT/NAME.ipynb").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        import nbformat
+
+        info = resources["nbgrader"]
+        path = Path(self.executed_dir) / info["student"] / info["assignment"] / f"{info['notebook']}.ipynb"
+        ran = nbformat.read(str(path), as_version=4)
+        if len(ran.cells) != len(nb.cells) or any(
+                (a.cell_type, a.source) != (b.cell_type, b.source) for a, b in zip(ran.cells, nb.cells)):
+            raise LadderError(f"the notebook a worker graded for {info['student']} is not the one this workspace "
+                              "prepared from the same submission: the worker runs another version of the course "
+                              "or of nbgrader")
+        for mine, theirs in zip(nb.cells, ran.cells):
+            if mine.cell_type == "code":
+                mine.outputs = theirs.outputs
+                mine.execution_count = theirs.execution_count
+            for key in ("execution", "ladder"):   # nbclient's and the isolated checks' timings
+                if key in theirs.metadata:
+                    mine.metadata[key] = theirs.metadata[key]
+        return nb, resources
+
+
+@dataclass
+class StudentGrade:
+    student: str
+    score: float
+    max_score: float
+    cells: dict[str, tuple[float, float]]   # grade_id -> (points, max)
+    feedback: Path | None
+    error: str | None = None
+    # Cells whose kernel died or hung: each failed alone, the rest of the notebook was still graded
+    # (grader.notebooks.nbexec). Each is "grade_id (or cell N): what happened".
+    kernel_losses: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    worker: str = ""
+    attempts: int = 1
+    notes: list[str] = field(default_factory=list)
+    skipped: bool = False    # already graded from the same bytes, grader and bars: taken from the journal
+
+
+def kernel_losses(autograded_nb: Path) -> list[str]:
+    """The cells of an autograded notebook where LadderExecute lost a kernel or stopped running."""
+    from ..notebooks.nbexec import ENAMES
+
+    if not autograded_nb.is_file():
+        return []
+    nb = json.loads(autograded_nb.read_text())
+    found = []
+    for index, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []):
+            # evalue: nbgrader's own timeout error (the interrupt worked, the kernel lived) has none
+            if out.get("output_type") == "error" and out.get("ename") in ENAMES and out.get("evalue"):
+                name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell {index + 1}"
+                found.append(f"{name}: {out.get('evalue', '').split('. ')[0]}")
+                break
+    return found
+
+
+class Workspace:
+    """The instructor's nbgrader course folder for one assignment, and its gradebook."""
+
+    def __init__(self, folder: Path, assignment: str, notebook: str, db_url: str | None = None):
+        self.folder = folder.resolve()
+        self.assignment = assignment
+        self.notebook = notebook
+        self.db_url = db_url or course.sqlite_url(self.folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.journal = Journal(self.db_url)
+        self._recording_api = None
+
+    def prepare(self, source: dict[str, bytes]) -> None:
+        retrying(lambda: course.generate(self.folder, self.assignment, source, self.db_url), attempts=4)
+
+    def submission_path(self, student: str) -> Path:
+        return self.folder / "submitted" / student / self.assignment / self.notebook
+
+    def autograded_path(self, student: str) -> Path:
+        return self.folder / "autograded" / student / self.assignment / self.notebook
+
+    def feedback_path(self, student: str) -> Path:
+        return self.folder / "feedback" / student / self.assignment / (Path(self.notebook).stem + ".html")
+
+    def _api(self):
+        if self._recording_api is None:
+            from traitlets.config import Config
+
+            from ..notebooks.nbexec import LadderExecute
+            from ..notebooks.settings import autograde_preprocessors
+
+            c = Config()
+            c.Autograde.autograde_preprocessors = [ExecutedElsewhere if step is LadderExecute else step
+                                                   for step in autograde_preprocessors()]
+            c.ExecutedElsewhere.executed_dir = str(self.folder / EXECUTED_DIR)
+            self._recording_api = course.api(self.folder, self.db_url, c)
+        return self._recording_api
+
+    def record(self, job: StudentJob, result: StudentResult, attempts: int, notes: list[str]) -> StudentGrade:
+        """Record a worker's result: nbgrader's autograde from the executed notebook, feedback, journal."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        submitted = self.submission_path(job.student)
+        submitted.parent.mkdir(parents=True, exist_ok=True)
+        submitted.write_bytes(job.submission)
+        error = result.error
+        if result.executed is not None:
+            executed = self.folder / EXECUTED_DIR / job.student / job.assignment / job.notebook
+            executed.parent.mkdir(parents=True, exist_ok=True)
+            executed.write_bytes(result.executed)
+            api = self._api()
+            for _ in range(8):
+                with captured_stderr() as err:
+                    auto = api.autograde(job.assignment, job.student, force=True, create=True)
+                text = f"{auto.get('error') or ''}\n{auto.get('log') or ''}"
+                if auto["success"] or not any(mark in text for mark in _COLLISION):
+                    break
+            if not auto["success"]:
+                error = error or (auto.get("error") or "recording the grade failed") + "\n" + err.summary()
+            with captured_stderr():
+                fb = api.generate_feedback(job.assignment, job.student, force=True)
+        else:
+            fb = {"success": False}
+            shutil.rmtree(self.autograded_path(job.student).parent, ignore_errors=True)
+        cells: dict[str, tuple[float, float]] = {}
+        score = max_score = 0.0
+
+        def read():
+            nonlocal score, max_score
+            with Gradebook(self.db_url) as gb:
+                try:
+                    sub = gb.find_submission_notebook(Path(job.notebook).stem, job.assignment, job.student)
+                except MissingEntry:
+                    return False
+                for g in sub.grades:
+                    if g.cell.cell_type == "code" and g.max_score:
+                        cells[g.name] = (float(g.score or 0.0), float(g.max_score))
+                score, max_score = float(sub.score), float(sub.max_score)
+                return True
+
+        if error is None and not retrying(read):
+            error = "no grades recorded"
+        grade = StudentGrade(job.student, score, max_score, cells,
+                             self.feedback_path(job.student) if fb["success"] else None, error,
+                             kernel_losses(self.autograded_path(job.student)), result.seconds, result.worker,
+                             attempts, notes)
+        if error is None:
+            self.journal.record(Entry(job.assignment, job.student, job.submission_sha256, job.source_sha256,
+                                      job.grader_sha256, score, max_score, result.seconds, result.worker,
+                                      attempts, notes + grade.kernel_losses))
+        return grade
+
+    def skipped(self, entry: Entry) -> StudentGrade:
+        """A student already graded from the same bytes, grader and bars, as the gradebook holds it."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        cells = {}
+        with Gradebook(self.db_url) as gb:
+            try:
+                sub = gb.find_submission_notebook(Path(self.notebook).stem, self.assignment, entry.student)
+                cells = {g.name: (float(g.score or 0.0), float(g.max_score))
+                         for g in sub.grades if g.cell.cell_type == "code" and g.max_score}
+                score, max_score = float(sub.score), float(sub.max_score)
+            except MissingEntry:   # the journal outlived the gradebook's row: grade again
+                return None
+        feedback = self.feedback_path(entry.student)
+        return StudentGrade(entry.student, score, max_score, cells, feedback if feedback.is_file() else None,
+                            None, kernel_losses(self.autograded_path(entry.student)), entry.seconds, entry.worker,
+                            entry.attempts, entry.notes, skipped=True)
+
+    def export_csv(self, path: Path) -> None:
+        from nbgrader.api import Gradebook
+        from nbgrader.plugins import CsvExportPlugin
+
+        with Gradebook(self.db_url) as gb:
+            CsvExportPlugin(to=str(path)).export(gb)
+
+    def close(self) -> None:
+        self.journal.close()

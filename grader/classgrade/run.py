@@ -1,0 +1,199 @@
+"""`ladder grade`: a class's submissions in, nbgrader's gradebook, autograded notebooks, feedback and
+a CSV out, one student per GPU.
+
+Input is either nbgrader's `submitted/` tree (submitted/STUDENT/ASSIGNMENT/NOTEBOOK.ipynb) or a folder
+with one notebook per student (STUDENT.ipynb). Grading happens in a workspace folder that is an nbgrader
+course of its own, so the repository's course/ is never touched. Students already graded from the same
+submitted bytes, assignment source, grader and bars (grader.classgrade.journal) are skipped; the others
+are graded one per GPU: here, one after another, or on Dask workers (grader.classgrade.cluster). Each
+worker's result is recorded by this process alone (grader.classgrade.record), as it arrives.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import LadderError
+from ..notebooks.course import SOURCE_DIR, repo_root
+from . import task
+from .cluster import RESOURCE, Where, client_for, dashboard
+from .identity import bars_bytes, files_sha256, folder_files, grader_sha256, sha256
+from .job import StudentJob, StudentResult
+from .progress import Progress, summary
+from .record import StudentGrade, Workspace
+
+
+def source_notebook(root: Path, assignment: str) -> Path:
+    folder = root / SOURCE_DIR / assignment
+    notebooks = sorted(folder.glob("*.ipynb"))
+    if not folder.is_dir() or not notebooks:
+        raise LadderError(f"no assignment {assignment!r}: {folder} has no notebook")
+    if len(notebooks) > 1:
+        raise LadderError(f"{folder} has several notebooks; ladder grade handles one per assignment")
+    return notebooks[0]
+
+
+def collect_submissions(submissions: Path, assignment: str, notebook_name: str) -> dict[str, Path]:
+    """student id -> submitted notebook, from either layout."""
+    if not submissions.is_dir():
+        raise LadderError(f"{submissions} is not a folder")
+    flat = sorted(submissions.glob("*.ipynb"))
+    if flat:
+        return {p.stem: p for p in flat}
+    found = {}
+    for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir()):
+        nb = student_dir / assignment / notebook_name
+        if nb.is_file():
+            found[student_dir.name] = nb
+        else:
+            candidates = sorted((student_dir / assignment).glob("*.ipynb"))
+            if candidates:
+                found[student_dir.name] = candidates[0]
+    if not found:
+        raise LadderError(f"no submissions found in {submissions}: expected STUDENT.ipynb files or "
+                          f"STUDENT/{assignment}/{notebook_name}")
+    return found
+
+
+def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | None = None,
+          bars: Path | None = None, where: Where | None = None, db_url: str | None = None, echo=print,
+          progress: bool = True) -> list[StudentGrade]:
+    where = where or Where()
+    source_nb = source_notebook(repo_root(), assignment)
+    if bars is not None:
+        if not Path(bars).is_file():
+            raise LadderError(f"--bars {bars}: no such file")
+        os.environ["LADDER_BARS"] = str(Path(bars).resolve())  # the notebook kernels inherit it
+    students = collect_submissions(Path(submissions).resolve(), assignment, source_nb.name)
+    source = folder_files(source_nb.parent)
+    source_sha = files_sha256(source)
+    bars_data = bars_bytes()
+    grader = grader_sha256(bars_data)
+    settings = task.settings_to_ship()
+
+    ws = Workspace(Path(workspace), assignment, source_nb.name, db_url)
+    try:
+        ws.prepare(source)
+        recorded = ws.journal.entries(assignment)
+        grades: list[StudentGrade] = []
+        jobs: list[StudentJob] = []
+        for student, path in students.items():
+            data = path.read_bytes()
+            digest = sha256(data)
+            entry = recorded.get(student)
+            kept = ws.skipped(entry) if entry and entry.same_grading(digest, source_sha, grader) else None
+            if kept is not None:
+                grades.append(kept)
+            else:
+                jobs.append(StudentJob(assignment, source_nb.name, student, data, digest, source, source_sha,
+                                       bars_data, grader, settings))
+        shown = Progress(len(jobs), len(grades), echo, enabled=progress)
+        try:
+            with client_for(where if jobs else Where()) as client:   # nothing to grade: no Dask
+                if client is None:
+                    grades += _here(jobs, ws, shown)
+                else:
+                    link = dashboard(client)
+                    echo(f"Dask: {len(client.scheduler_info().get('workers', {}))} worker(s) at "
+                         f"{client.scheduler.address}" + (f"; dashboard: {link}" if link else
+                                                          " (pip install bokeh for its dashboard)"))
+                    grades += _on_dask(client, jobs, ws, shown, where.retries)
+        finally:
+            shown.close()
+        csv_path = (csv_path or ws.folder / "grades.csv").resolve()
+        ws.export_csv(csv_path)
+    finally:
+        ws.close()
+    for line in summary(grades):
+        echo(line)
+    echo(f"grades: {csv_path}\nfeedback: {ws.folder / 'feedback'}")
+    return grades
+
+
+def _here(jobs: list[StudentJob], ws: Workspace, shown: Progress) -> list[StudentGrade]:
+    """One GPU: each student in turn, in this process (no Dask)."""
+    grades = []
+    for job in jobs:
+        shown.started(job.student, task.where() or "here")
+        result = task.grade_student(job)
+        if result.gpu_failure:
+            grades.append(_failed(job, f"the GPU failed while this student was graded ({result.gpu_failure}); "
+                                       "grading stopped. Fix the GPU and run the same command again: graded students "
+                                       "are kept", result))
+            shown.finished(grades[-1])
+            break
+        grades.append(ws.record(job, result, 1, []))
+        shown.finished(grades[-1])
+    return grades
+
+
+def _failed(job: StudentJob, why: str, result: StudentResult | None = None, attempts: int = 1,
+            notes: list[str] | None = None) -> StudentGrade:
+    return StudentGrade(job.student, 0.0, 0.0, {}, None, why, [], result.seconds if result else 0.0,
+                        result.worker if result else "", attempts, notes or [])
+
+
+def _attempts(client) -> dict[str, list[dict]]:
+    """student -> the attempts Dask's workers reported starting, oldest first."""
+    seen: dict[str, list[dict]] = {}
+    for _, msg in client.get_events(task.EVENT_TOPIC):
+        seen.setdefault(msg["student"], []).append(msg)
+    return seen
+
+
+def _on_dask(client, jobs: list[StudentJob], ws: Workspace, shown: Progress, retries: int) -> list[StudentGrade]:
+    from distributed import KilledWorker, wait
+
+    def submit(job: StudentJob, round_: int):
+        return client.submit(task.grade_student, job, key=f"grade-{job.assignment}-{job.student}-"
+                             f"{job.submission_sha256[:12]}-{round_}", resources=RESOURCE, pure=False)
+
+    pending = {submit(job, 0): (job, 0) for job in jobs}
+    gpu_notes: dict[str, list[str]] = {}
+    grades = []
+    while pending:
+        try:
+            done = wait(list(pending), timeout=2, return_when="FIRST_COMPLETED").done
+        except TimeoutError:
+            done = set()
+        attempts = _attempts(client)
+        for student, tries in attempts.items():
+            if student not in shown.running and any(j.student == student for j, _ in pending.values()):
+                shown.started(student, tries[-1]["where"], tries[-1]["started"])
+        for future in done:
+            job, round_ = pending.pop(future)
+            tries = attempts.get(job.student, [])
+            this_round = [t for t in tries if t.get("key") == future.key]
+            # every attempt of this round but the last ended with its worker (Dask moved the student on)
+            died = this_round[:-1] if future.status == "finished" else this_round
+            notes = gpu_notes.get(job.student, []) + [
+                f"attempt on {t['where']} ended when its worker died; graded again" for t in died]
+            if future.status == "finished":
+                result = future.result()
+                if result.gpu_failure:
+                    bad = tries[-1]["worker"] if tries else None
+                    gpu_notes.setdefault(job.student, []).append(
+                        f"attempt {len(tries)} on {result.worker}: the GPU failed ({result.gpu_failure}); "
+                        "that worker was retired")
+                    if bad:
+                        client.retire_workers([bad], close_workers=True)
+                    if round_ < retries:
+                        pending[submit(job, round_ + 1)] = (job, round_ + 1)
+                        shown.note(f"{job.student}: the GPU of {result.worker} failed; graded again elsewhere")
+                        continue
+                    grades.append(_failed(job, f"GPUs failed {round_ + 1} time(s) while this student was graded",
+                                          result, len(tries), gpu_notes[job.student]))
+                else:
+                    grades.append(ws.record(job, result, max(1, len(tries)), notes))
+            else:
+                exc = future.exception()
+                if isinstance(exc, KilledWorker):
+                    why = (f"not graded: the worker grading this student died {len(died)} time(s), the most "
+                           f"allowed ({retries} retries); run the same command again to retry")
+                else:
+                    why = f"not graded: grading failed on the worker ({type(exc).__name__}: {exc})"
+                grades.append(_failed(job, why, None, len(died), notes))
+            shown.finished(grades[-1])
+        shown.refresh()
+    return grades

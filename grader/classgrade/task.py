@@ -1,0 +1,150 @@
+"""One student graded on a worker: the only code that runs where the GPU is.
+
+The worker keeps a scratch nbgrader course of its own (one per assignment source, made once per
+process), autogrades the student there with this course's executor (grader.notebooks.nbexec, whose
+graded checks run in fresh processes, grader.isolation) and sends back the executed notebook. It never
+writes to the instructor's gradebook: grader.classgrade.record does, in one process, so that SQLite
+keeps its single writer and a worker on another machine needs no access to it.
+
+While a student is graded, Triton's and CuPy's caches point into a folder of that student's own, removed
+afterwards: kernels compile once per student and a student's Triton autotuning results are reused across
+their cells (TRITON_CACHE_AUTOTUNING), never across students, so no student's code can leave a compiled
+kernel or a tuning result where another student's grading would load it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from .. import config
+from . import course
+from .identity import grader_sha256
+from .job import StudentJob, StudentResult
+
+# Settings each machine keeps its own: its cache folder; the bars travel as bytes.
+_OWN = ("LADDER_CACHE_DIR", "LADDER_BARS")
+EVENT_TOPIC = "ladder-grading"    # Dask's event log: where each attempt at a student started
+_SCRATCH: Path | None = None
+_GENERATED: set[str] = set()      # source hashes whose assignment this process's scratch course holds
+
+# A GPU that still runs a kernel and copies the right sum back. Run in a child process: this process
+# (a Dask worker, or `ladder grade` itself) never initialises CUDA, so that a broken context is never its own.
+_GPU_PROBE = ("import sys, torch\n"
+              "if not torch.cuda.is_available(): sys.exit(0)\n"
+              "x = torch.ones(1 << 20, device='cuda')\n"
+              "assert int(x.sum().item()) == 1 << 20\n"
+              "torch.cuda.synchronize()\n")
+# Outputs after which the GPU is probed: a check or a kernel that crashed or hung may have been the GPU's fault.
+_SUSPECT = ("[reason: crashed]", "[reason: timed-out]", "DeadKernelError", "CellTimeoutError", "KernelDied")
+
+
+def where() -> str:
+    gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return f"{socket.gethostname()}" + (f" GPU {gpus}" if gpus not in (None, "") else "")
+
+
+def _scratch() -> Path:
+    global _SCRATCH
+    if _SCRATCH is None or not _SCRATCH.is_dir():
+        _SCRATCH = Path(tempfile.mkdtemp(prefix=f"ladder-worker-{os.getpid()}-"))
+        _GENERATED.clear()
+    return _SCRATCH
+
+
+@contextmanager
+def _student_environment(job: StudentJob, scratch: Path):
+    saved = dict(os.environ)
+    caches = scratch / "caches" / f"{job.student}-{job.submission_sha256[:16]}"
+    try:
+        for name in config.VARIABLES:      # the coordinator's LADDER_ settings decide, on any machine
+            if name != "LADDER_CACHE_DIR":
+                os.environ.pop(name, None)
+        os.environ.update(job.settings)
+        if job.bars is not None:
+            bars = scratch / f"bars-{job.grader_sha256[:16]}.toml"
+            bars.write_bytes(job.bars)
+            os.environ["LADDER_BARS"] = str(bars)
+        os.environ["TRITON_CACHE_DIR"] = str(caches / "triton")
+        os.environ["CUPY_CACHE_DIR"] = str(caches / "cupy")
+        os.environ["TRITON_CACHE_AUTOTUNING"] = "1"
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        shutil.rmtree(caches, ignore_errors=True)
+
+
+def _note_attempt(job: StudentJob) -> None:
+    """Tell the Dask scheduler where this attempt runs: the coordinator shows it, and when a worker dies
+    mid-student, the earlier attempts say where it died (grader.classgrade.run)."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return   # not on a Dask worker
+    worker.log_event(EVENT_TOPIC, {"student": job.student, "worker": worker.address, "where": where(),
+                                   "started": time.time(), "key": worker.get_current_task()})
+
+
+def gpu_failure() -> str | None:
+    """None if the GPU (or the lack of one) is as it was; otherwise what the probe saw."""
+    try:
+        probe = subprocess.run([sys.executable, "-c", _GPU_PROBE], capture_output=True, text=True, timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        return "a one-kernel probe of the GPU did not finish in 120 s"
+    if probe.returncode != 0:
+        return f"a one-kernel probe of the GPU failed: {(probe.stderr.strip().splitlines() or ['?'])[-1]}"
+    return None
+
+
+def grade_student(job: StudentJob) -> StudentResult:
+    """Autograde one student in this process's scratch course; what came of it."""
+    start = time.perf_counter()
+    _note_attempt(job)
+    scratch = _scratch()
+    workspace = scratch / "course"
+    with _student_environment(job, scratch):
+        mine = grader_sha256(job.bars)
+        if mine != job.grader_sha256:
+            return StudentResult(job.student, None, time.perf_counter() - start, where(), mine,
+                                 error="this worker's grader differs from the instructor's (another version of the "
+                                       "course, its bars or its settings): install the same version on every worker")
+        if job.source_sha256 not in _GENERATED:
+            course.generate(workspace, job.assignment, job.source)
+            _GENERATED.add(job.source_sha256)
+        submitted = workspace / "submitted" / job.student / job.assignment
+        autograded = workspace / "autograded" / job.student / job.assignment
+        for folder in (submitted, autograded):
+            shutil.rmtree(folder, ignore_errors=True)
+        submitted.mkdir(parents=True)
+        (submitted / job.notebook).write_bytes(job.submission)
+        from ..harness.quiet import captured_stderr
+
+        with captured_stderr() as err:
+            auto = course.api(workspace).autograde(job.assignment, job.student, force=True, create=True)
+        executed = autograded / job.notebook
+        data = executed.read_bytes() if executed.is_file() else None
+        error = None
+        if not auto["success"] or data is None:
+            error = (auto.get("error") or auto.get("log") or "autograde failed") + "\n" + err.summary()
+        for folder in (submitted, autograded):
+            shutil.rmtree(folder, ignore_errors=True)
+    failure = None
+    if data is not None and any(mark in data.decode("utf-8", "replace") for mark in _SUSPECT):
+        failure = gpu_failure()
+    return StudentResult(job.student, None if failure else data, time.perf_counter() - start, where(), mine,
+                         error=error, gpu_failure=failure)
+
+
+def settings_to_ship() -> dict[str, str]:
+    """The coordinator's LADDER_ settings a worker must grade with (LADDER_BARS travels as bytes)."""
+    return {k: v for k, v in os.environ.items() if k in config.VARIABLES and k not in _OWN}
