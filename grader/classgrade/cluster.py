@@ -128,16 +128,13 @@ def _local_or_batch(where: Where, distributed):
 
 def _check_workers(client) -> None:
     """An existing scheduler's workers must each offer one GPU as a resource, or no task would ever run."""
-    workers = client.scheduler_info(n_workers=-1)["workers"] if _takes_n_workers(client) else client.scheduler_info()["workers"]
+    import inspect
+
+    takes = "n_workers" in inspect.signature(client.scheduler_info).parameters
+    workers = (client.scheduler_info(n_workers=-1) if takes else client.scheduler_info())["workers"]
     if workers and not any(w.get("resources", {}).get("GPU") for w in workers.values()):
         raise LadderError("the scheduler's workers offer no GPU resource: start each with one GPU and "
                           "`dask worker ADDR --nthreads 1 --resources GPU=1` (README, Grading a class)")
-
-
-def _takes_n_workers(client) -> bool:
-    import inspect
-
-    return "n_workers" in inspect.signature(client.scheduler_info).parameters
 
 
 def dashboard(client) -> str | None:

@@ -55,4 +55,5 @@ def generate(workspace: Path, assignment: str, files: dict[str, bytes], db_url: 
     with captured_stderr() as err:
         made = api(workspace, db_url).generate_assignment(assignment, force=True, create=True)
     if not made["success"]:
-        raise LadderError(f"nbgrader could not prepare {assignment}: {made.get('error')}\n{err.summary()}")
+        raise LadderError(f"nbgrader could not prepare {assignment}: {made.get('error')}\n{err.summary()}\n"
+                          f"{(made.get('log') or '')[-3000:]}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,7 +27,8 @@ from .journal import Entry, Journal, retrying
 
 EXECUTED_DIR = "executed"   # in the workspace: STUDENT/ASSIGNMENT/NOTEBOOK.ipynb as each worker returned it
 # nbgrader reports a database collision as a failed step, with the driver's error in its log
-_COLLISION = ("database is locked", "OperationalError", "IntegrityError", "could not serialize", "deadlock detected")
+_COLLISION = ("database is locked", "OperationalError", "IntegrityError", "UniqueViolation", "duplicate key",
+              "could not serialize", "deadlock detected")
 
 
 class ExecutedElsewhere(Preprocessor):
@@ -105,7 +107,15 @@ class Workspace:
         self._recording_api = None
 
     def prepare(self, source: dict[str, bytes]) -> None:
-        retrying(lambda: course.generate(self.folder, self.assignment, source, self.db_url), attempts=4)
+        """Generate the assignment into the gradebook; again, after a pause, where another `ladder grade`
+        on the same gradebook was generating it at the same moment."""
+        for attempt in range(6):
+            try:
+                return course.generate(self.folder, self.assignment, source, self.db_url)
+            except LadderError as exc:
+                if attempt == 5 or not any(mark in str(exc) for mark in _COLLISION):
+                    raise
+                time.sleep(0.5 * (attempt + 1))
 
     def submission_path(self, student: str) -> Path:
         return self.folder / "submitted" / student / self.assignment / self.notebook

@@ -142,17 +142,42 @@ def _attempts(client) -> dict[str, list[dict]]:
     return seen
 
 
+def _gpu_slots(client) -> int:
+    """How many students may be graded at once: the GPUs the scheduler's workers offer now."""
+    info = client.scheduler_info(n_workers=-1) if _takes_n_workers(client) else client.scheduler_info()
+    return int(sum(w.get("resources", {}).get("GPU", 0) for w in info["workers"].values()))
+
+
+def _takes_n_workers(client) -> bool:
+    import inspect
+
+    return "n_workers" in inspect.signature(client.scheduler_info).parameters
+
+
 def _on_dask(client, jobs: list[StudentJob], ws: Workspace, shown: Progress, retries: int) -> list[StudentGrade]:
+    """Grade on Dask's workers. This process is the queue: it keeps at most one student per GPU the workers
+    offer in flight, so that a worker never holds a second student waiting (Dask would count a worker's
+    death against every task assigned to it) and the table of who runs where is exact."""
+    from collections import deque
+
     from distributed import KilledWorker, wait
 
     def submit(job: StudentJob, round_: int):
         return client.submit(task.grade_student, job, key=f"grade-{job.assignment}-{job.student}-"
                              f"{job.submission_sha256[:12]}-{round_}", resources=RESOURCE, pure=False)
 
-    pending = {submit(job, 0): (job, 0) for job in jobs}
+    queue = deque((job, 0) for job in jobs)
+    pending: dict = {}
     gpu_notes: dict[str, list[str]] = {}
     grades = []
-    while pending:
+    while queue or pending:
+        slots = _gpu_slots(client)
+        while queue and len(pending) < slots:
+            job, round_ = queue.popleft()
+            pending[submit(job, round_)] = (job, round_)
+        if not pending:   # workers still starting (batch jobs in a queue): wait for a GPU to appear
+            client.wait_for_workers(1, timeout=None)
+            continue
         try:
             done = wait(list(pending), timeout=2, return_when="FIRST_COMPLETED").done
         except TimeoutError:
@@ -171,23 +196,24 @@ def _on_dask(client, jobs: list[StudentJob], ws: Workspace, shown: Progress, ret
                 f"attempt on {t['where']} ended when its worker died; graded again" for t in died]
             if future.status == "finished":
                 result = future.result()
+                future.release()   # the worker may forget it: a worker that dies later must not grade it again
                 if result.gpu_failure:
                     bad = tries[-1]["worker"] if tries else None
                     gpu_notes.setdefault(job.student, []).append(
-                        f"attempt {len(tries)} on {result.worker}: the GPU failed ({result.gpu_failure}); "
-                        "that worker was retired")
+                        f"attempt on {result.worker}: the GPU failed ({result.gpu_failure}); that worker was retired")
                     if bad:
                         client.retire_workers([bad], close_workers=True)
                     if round_ < retries:
-                        pending[submit(job, round_ + 1)] = (job, round_ + 1)
+                        queue.appendleft((job, round_ + 1))
                         shown.note(f"{job.student}: the GPU of {result.worker} failed; graded again elsewhere")
                         continue
                     grades.append(_failed(job, f"GPUs failed {round_ + 1} time(s) while this student was graded",
                                           result, len(tries), gpu_notes[job.student]))
                 else:
-                    grades.append(ws.record(job, result, max(1, len(tries)), notes))
+                    grades.append(ws.record(job, result, max(1, len(this_round)) + round_, notes))
             else:
                 exc = future.exception()
+                future.release()
                 if isinstance(exc, KilledWorker):
                     why = (f"not graded: the worker grading this student died {len(died)} time(s), the most "
                            f"allowed ({retries} retries); run the same command again to retry")

@@ -1,4 +1,5 @@
-"""A whole class autograded through `ladder grade` (isolated, its default), end to end through nbgrader:
+"""A whole class autograded through `ladder grade` (isolated, its default), end to end through nbgrader,
+two students at a time on Dask workers (`--workers 2`, local processes: grader.classgrade):
 synthetic students in, grades, feedback and a CSV out. No student loses a grade to another's crash,
 hang or cheat, and no student loses more than the exercises they broke.
 
@@ -52,7 +53,8 @@ def graded(tmp_path_factory):
     env = dict(os.environ, LADDER_CELL_TIMEOUT_S="45", LADDER_FIRST_CALL_TIMEOUT_S="20",
                LADDER_CALL_TIMEOUT_S="20", LADDER_CACHE_DIR=str(tmp / "cache"))
     proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(tmp / "submissions"),
-                           "--assignment", "01_vector_add", "--workspace", str(tmp / "ws")],
+                           "--assignment", "01_vector_add", "--workspace", str(tmp / "ws"), "--workers", "2",
+                           "--no-progress"],
                           capture_output=True, text=True, cwd=ROOT, timeout=3600, env=env)
     return tmp / "ws", proc
 

@@ -1,0 +1,34 @@
+"""A synthetic class for grading at scale: every chapter-1 synthetic student of tests/submissions/ch01,
+in several copies, as STUDENT.ipynb files.
+
+    python3 assets/results/issue15/synthetic_class.py OUT_FOLDER [--copies correct=4,cheater=2,...]
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from submissions.build import build  # noqa: E402
+
+# 16 students: correct, wrong, crashing, hanging, cheating and tampering, several of them twice or more
+CLASS = {"correct": 4, "wrong": 2, "stub": 1, "compile_error": 2, "killer": 1, "crasher": 2, "hanger": 1,
+         "cheater": 2, "tampered": 1}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    args = ap.parse_args()
+    out = Path(args.out)
+    for name, copies in CLASS.items():
+        for i in range(copies):
+            build("ch01", "01_vector_add", name, out / f"{name}-{i + 1}.ipynb")
+    print(f"{sum(CLASS.values())} students in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
