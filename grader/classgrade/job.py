@@ -4,6 +4,7 @@ on another machine needs nothing from the instructor's disk but the installed co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -29,3 +30,21 @@ class StudentResult:
     grader_sha256: str               # the worker's grader: a different one is refused
     error: str | None = None         # a failure of grading itself (not of the student's code)
     gpu_failure: str | None = None   # the GPU stopped working while this student was graded: grade again elsewhere
+
+
+@dataclass
+class StudentGrade:
+    student: str
+    score: float
+    max_score: float
+    cells: dict[str, tuple[float, float]]   # grade_id -> (points, max)
+    feedback: Path | None
+    error: str | None = None
+    # Cells whose kernel died or hung: each failed alone, the rest of the notebook was still graded
+    # (grader.notebooks.nbexec). Each is "grade_id (or cell N): what happened".
+    kernel_losses: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    worker: str = ""
+    attempts: int = 1
+    notes: list[str] = field(default_factory=list)
+    skipped: bool = False    # already graded from the same bytes, grader and bars: taken from the journal

@@ -11,7 +11,7 @@ import time
 
 from tqdm.auto import tqdm
 
-from .record import StudentGrade
+from .job import StudentGrade
 
 
 class Progress:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from nbconvert.preprocessors import Preprocessor
@@ -22,7 +21,7 @@ from traitlets import Unicode
 from ..errors import LadderError
 from ..harness.quiet import captured_stderr
 from . import course
-from .job import StudentJob, StudentResult
+from .job import StudentGrade, StudentJob, StudentResult
 from .journal import Entry, Journal, retrying
 
 EXECUTED_DIR = "executed"   # in the workspace: STUDENT/ASSIGNMENT/NOTEBOOK.ipynb as each worker returned it
@@ -56,24 +55,6 @@ class ExecutedElsewhere(Preprocessor):
                 if key in theirs.metadata:
                     mine.metadata[key] = theirs.metadata[key]
         return nb, resources
-
-
-@dataclass
-class StudentGrade:
-    student: str
-    score: float
-    max_score: float
-    cells: dict[str, tuple[float, float]]   # grade_id -> (points, max)
-    feedback: Path | None
-    error: str | None = None
-    # Cells whose kernel died or hung: each failed alone, the rest of the notebook was still graded
-    # (grader.notebooks.nbexec). Each is "grade_id (or cell N): what happened".
-    kernel_losses: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    worker: str = ""
-    attempts: int = 1
-    notes: list[str] = field(default_factory=list)
-    skipped: bool = False    # already graded from the same bytes, grader and bars: taken from the journal
 
 
 def kernel_losses(autograded_nb: Path) -> list[str]:
@@ -130,11 +111,10 @@ class Workspace:
         if self._recording_api is None:
             from traitlets.config import Config
 
-            from ..notebooks.nbexec import LadderExecute
-            from ..notebooks.settings import autograde_preprocessors
+            from ..notebooks.settings import EXECUTE_STEP, autograde_preprocessors
 
             c = Config()
-            c.Autograde.autograde_preprocessors = [ExecutedElsewhere if step is LadderExecute else step
+            c.Autograde.autograde_preprocessors = [ExecutedElsewhere if step == EXECUTE_STEP else step
                                                    for step in autograde_preprocessors()]
             c.ExecutedElsewhere.executed_dir = str(self.folder / EXECUTED_DIR)
             self._recording_api = course.api(self.folder, self.db_url, c)

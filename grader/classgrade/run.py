@@ -19,9 +19,9 @@ from ..notebooks.course import SOURCE_DIR, repo_root
 from . import task
 from .cluster import RESOURCE, Where, client_for, dashboard
 from .identity import bars_bytes, files_sha256, folder_files, grader_sha256, sha256
-from .job import StudentJob, StudentResult
+from .job import StudentGrade, StudentJob, StudentResult
 from .progress import Progress, summary
-from .record import StudentGrade, Workspace
+from .record import Workspace
 
 
 def source_notebook(root: Path, assignment: str) -> Path:

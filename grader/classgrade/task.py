@@ -47,8 +47,10 @@ _SUSPECT = ("[reason: crashed]", "[reason: timed-out]", "DeadKernelError", "Cell
 
 
 def where() -> str:
-    gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
-    return f"{socket.gethostname()}" + (f" GPU {gpus}" if gpus not in (None, "") else "")
+    """This host, and the GPU this process's CUDA work lands on: the first of CUDA_VISIBLE_DEVICES
+    (dask-cuda gives each worker the list rotated, its own GPU first)."""
+    gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return socket.gethostname() + (f" GPU {gpus}" if gpus else "")
 
 
 def _scratch() -> Path:

@@ -9,19 +9,23 @@ from .. import config
 from .course import configure_course
 
 
+# nbgrader's Execute step in this course: named, not imported (nbconvert imports a step given by name), so
+# that configuring nbgrader does not pull in the executor and everything it runs on.
+EXECUTE_STEP = "grader.notebooks.nbexec.LadderExecute"
+
+
 def autograde_preprocessors() -> list:
     """nbgrader's autograde pipeline with its Execute step replaced by LadderExecute (grader.notebooks.nbexec)."""
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 
     from ..errors import LadderError
-    from .nbexec import LadderExecute
 
     steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
     if Execute not in steps:
         raise LadderError("this nbgrader's autograde has no Execute step to replace: grader/notebooks/nbexec.py "
                           f"was written for nbgrader 0.9.6 (its steps here: {steps})")
-    return [LadderExecute if step is Execute else step for step in steps]
+    return [EXECUTE_STEP if step is Execute else step for step in steps]
 
 
 def configure_nbgrader(c, root: str | None = None) -> None:

@@ -178,13 +178,17 @@ def test_autograde_runs_ladder_execute():
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute
 
-    from grader.notebooks.settings import configure_nbgrader
+    from traitlets.utils.importstring import import_item
+
+    from grader.notebooks.settings import EXECUTE_STEP, configure_nbgrader
 
     c = Config()
     configure_nbgrader(c)
     steps = c.Autograde.autograde_preprocessors
     stock = Autograde.class_traits()["autograde_preprocessors"].default()
-    assert steps == [LadderExecute if s is Execute else s for s in stock]
+    # named, as nbconvert accepts a step: the name is the course's executor
+    assert steps == [EXECUTE_STEP if s is Execute else s for s in stock]
+    assert import_item(EXECUTE_STEP) is LadderExecute
     assert Execute not in steps
 
 
