@@ -1,0 +1,86 @@
+"""A class graded on Dask workers (local processes, no GPU): a worker killed mid-student has that student
+graded again on another worker, with the reason recorded; a student who kills every worker is given up
+after the retry limit, costing no one else; and a whole run killed mid-class loses no recorded grade
+and, run again, grades only the rest. On a CPU only the napkin-math cells score (correct: 3 of 15)."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+from grading.classroom import ASSIGNMENT, FAST, ladder_grade, make_class, scores
+
+pytestmark = pytest.mark.slow
+
+CPU_SCORES = {"correct": 3, "wrong": 2, "stub": 0, "compile_error": 3}
+
+
+def _journal(db) -> dict[str, dict]:
+    try:
+        with sqlite3.connect(db) as conn:
+            conn.row_factory = sqlite3.Row
+            return {r["student"]: dict(r) for r in conn.execute("SELECT * FROM ladder_graded")}
+    except sqlite3.OperationalError:   # no table yet
+        return {}
+
+
+def test_a_dead_worker_has_its_student_graded_again_and_a_serial_killer_is_given_up(tmp_path):
+    subs = make_class(tmp_path / "subs", {"correct": "correct", "once": "worker_killer_once",
+                                          "always": "worker_killer"})
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    proc = ladder_grade(subs, tmp_path / "ws", "--workers", "2", "--retries", "1",
+                        env={"LADDER_TEST_KILL_ONCE": str(marks)})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-3000:]   # one student could not be graded
+    assert (marks / "killed").is_file(), "the once-killer never ran"
+    assert scores(tmp_path / "ws" / "grades.csv") == {"correct": 3, "once": 3}, out[-3000:]
+    assert "ended when its worker died; graded again" in out, out[-3000:]
+    assert "not graded: the worker grading this student died 2 time(s)" in out, out[-3000:]
+    journal = _journal(tmp_path / "ws" / "gradebook.db")
+    assert set(journal) == {"correct", "once"}     # the killer is not recorded: the next run tries it again
+    assert journal["once"]["attempts"] == 2 and "worker died" in journal["once"]["notes"]
+    assert journal["correct"]["attempts"] == 1
+
+
+def test_a_killed_run_keeps_its_grades_and_the_next_run_grades_only_the_rest(tmp_path):
+    subs = make_class(tmp_path / "subs", {name: name for name in CPU_SCORES})
+    ws = tmp_path / "ws"
+    env = dict(os.environ, **FAST, LADDER_CACHE_DIR=str(tmp_path / "cache"))
+    run = subprocess.Popen([sys.executable, "-m", "grader.cli", "grade", str(subs), "--assignment", ASSIGNMENT,
+                            "--workspace", str(ws), "--no-progress"], cwd=ROOT, env=env, start_new_session=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    while not _journal(ws / "gradebook.db") and time.time() < deadline and run.poll() is None:
+        time.sleep(0.5)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    first = _journal(ws / "gradebook.db")
+    assert 1 <= len(first) < len(CPU_SCORES), f"killed after {len(first)} student(s): the test needs a run cut short"
+
+    proc = ladder_grade(subs, ws)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert f"{len(first)} student(s) already graded" in proc.stdout
+    assert scores(ws / "grades.csv") == CPU_SCORES
+    after = _journal(ws / "gradebook.db")
+    for student, row in first.items():
+        assert after[student]["graded_at"] == row["graded_at"], f"{student} was graded again"
+    for student in set(CPU_SCORES) - set(first):
+        assert json.loads(after[student]["notes"] or "[]") is not None
+
+
+def test_a_changed_submission_is_graded_again(tmp_path):
+    subs = make_class(tmp_path / "subs", {"alice": "stub"})
+    ws = tmp_path / "ws"
+    assert ladder_grade(subs, ws).returncode == 0
+    assert scores(ws / "grades.csv") == {"alice": 0}
+    make_class(subs, {"alice": "correct"})   # alice submits again
+    proc = ladder_grade(subs, ws)
+    assert "already graded" not in proc.stdout
+    assert scores(ws / "grades.csv") == {"alice": 3}

@@ -1,0 +1,53 @@
+"""Where a class is graded, without grading anyone: the batch jobs dask-jobqueue would submit, the
+options an instructor passes, the clear errors, and what makes a recorded grade still valid."""
+
+import pytest
+
+from grader.classgrade import cluster, identity
+from grader.errors import LadderError
+
+
+@pytest.mark.parametrize("kind, directive", [("slurm", "#SBATCH --gres=gpu:1"), ("pbs", "#PBS -l ngpus=1")])
+def test_a_batch_job_is_one_worker_with_one_gpu(kind, directive):
+    pytest.importorskip("dask_jobqueue")
+    where = cluster.Where(cluster=kind, cluster_options=cluster.parse_options(["queue=gpu", "cores=8"]))
+    import distributed
+
+    batch = cluster._local_or_batch(where, distributed)
+    try:
+        script = batch.job_script()
+    finally:
+        batch.close()
+    assert directive in script
+    assert "--resources GPU=1" in script and "--nthreads 8" in script
+    assert "gpu" in script   # the queue
+
+
+def test_cluster_options_are_read_as_yaml_and_bad_ones_are_named():
+    assert cluster.parse_options(["walltime=02:00:00", "cores=8", "job-extra-directives=['--gres=gpu:a100:1']"]) == {
+        "walltime": "02:00:00", "cores": 8, "job_extra_directives": ["--gres=gpu:a100:1"]}
+    with pytest.raises(LadderError, match="KEY=VALUE"):
+        cluster.parse_options(["queue"])
+
+
+def test_asking_for_gpus_where_there_are_none_says_what_still_works(monkeypatch):
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: 0)
+    import distributed
+
+    with pytest.raises(LadderError, match="no GPU found.*--workers N"):
+        cluster._local_or_batch(cluster.Where(gpus=2), distributed)
+
+
+def test_one_gpu_starts_no_dask():
+    assert not cluster.Where().uses_dask and not cluster.Where(gpus=1).uses_dask
+    assert cluster.Where(gpus=2).uses_dask and cluster.Where(workers=2).uses_dask
+
+
+def test_the_grader_hash_follows_the_bars_and_the_verdict_settings(monkeypatch):
+    base = identity.grader_sha256(None)
+    assert identity.grader_sha256(b"[1a]\nbar = 0.1\n") != base
+    monkeypatch.setenv("LADDER_UNGRADABLE", "full")
+    assert identity.grader_sha256(None) != base
+    monkeypatch.delenv("LADDER_UNGRADABLE")
+    monkeypatch.setenv("LADDER_CACHE_DIR", "/elsewhere")   # where caches live changes no verdict
+    assert identity.grader_sha256(None) == base

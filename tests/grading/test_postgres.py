@@ -1,0 +1,60 @@
+"""A shared PostgreSQL gradebook (nbgrader's db_url, through SQLAlchemy and psycopg): two `ladder grade`
+runs at once, each with two Dask workers, write the same gradebook, on a server this test starts from the
+machine's PostgreSQL (skipped, with the reason, where there is none)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from grading.classroom import ASSIGNMENT, FAST, make_class, postgres_url  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.slow
+
+
+def test_two_runs_at_once_record_every_student_in_one_postgres_gradebook(tmp_path, postgres_url):  # noqa: F811
+    import os
+
+    halves = {"a": {"correct": "correct", "wrong": "wrong"}, "b": {"stub": "stub", "broken": "compile_error"}}
+    runs = []
+    for name, students in halves.items():
+        subs = make_class(tmp_path / f"subs-{name}", students)
+        env = dict(os.environ, **FAST, LADDER_CACHE_DIR=str(tmp_path / "cache"))
+        runs.append(subprocess.Popen(
+            [sys.executable, "-m", "grader.cli", "grade", str(subs), "--assignment", ASSIGNMENT, "--workspace",
+             str(tmp_path / f"ws-{name}"), "--db", postgres_url, "--workers", "2", "--no-progress"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = [run.communicate(timeout=1200)[0] for run in runs]
+    for run, out in zip(runs, outputs):
+        assert run.returncode == 0, out[-3000:]
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(postgres_url) as gb:
+        got = {s.student.id: s.score for s in gb.assignment_submissions(ASSIGNMENT)}
+    assert got == {"correct": 3, "wrong": 2, "stub": 0, "broken": 3}
+
+    from grader.classgrade.journal import Journal
+
+    journal = Journal(postgres_url)
+    try:
+        entries = journal.entries(ASSIGNMENT)
+    finally:
+        journal.close()
+    assert {s: e.score for s, e in entries.items()} == got
+    # Either run's CSV is exported from the shared gradebook after its own students: the later one holds all four.
+    import csv
+
+    rows = [list(csv.DictReader(open(tmp_path / f"ws-{n}" / "grades.csv"))) for n in halves]
+    assert max(len(r) for r in rows) == 4
+
+
+def test_a_run_again_on_postgres_skips_every_student(tmp_path, postgres_url):  # noqa: F811
+    from grading.classroom import ladder_grade
+
+    subs = make_class(tmp_path / "subs", {"solo": "stub"})
+    first = ladder_grade(subs, tmp_path / "ws", "--db", postgres_url)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    again = ladder_grade(subs, tmp_path / "ws2", "--db", postgres_url)   # another machine's workspace, same gradebook
+    assert "1 student(s) already graded" in again.stdout, again.stdout[-3000:]
