@@ -5,6 +5,8 @@ instructor's workspace (grader.classgrade.record) and by each worker's scratch c
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -42,6 +44,46 @@ def api(workspace: Path, db_url: str | None = None, config=None):
     return NbGraderAPI(config=c)
 
 
+@contextlib.contextmanager
+def generation_lock(db_url: str, assignment: str):
+    """Hold the gradebook's lock on generating `assignment`, across every process that shares it.
+
+    nbgrader's SaveCells regenerates an assignment that has no submissions yet by deleting its
+    notebook row and inserting it again with its cells. Two `ladder grade` runs that start at once on
+    one gradebook interleave those steps: one deletes the notebook while the other inserts cells under
+    it, and PostgreSQL refuses with a foreign-key violation. nbgrader has no lock of its own, so the
+    generation is serialised here: PostgreSQL's advisory lock (held by a session, released when its
+    connection closes, so a killed run never leaves it held), and for SQLite, which has a single writer
+    anyway, a file lock beside the database file."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db_url)
+    key = int.from_bytes(hashlib.sha256(f"ladder-generate:{assignment}".encode()).digest()[:8], "big", signed=True)
+    if url.get_backend_name() == "postgresql":
+        engine = create_engine(db_url)
+        try:
+            with engine.connect() as conn:
+                conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": key})
+                try:
+                    yield
+                finally:
+                    conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+        finally:
+            engine.dispose()
+    elif url.get_backend_name() == "sqlite" and url.database:
+        import fcntl
+
+        with open(f"{url.database}.generate.lock", "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+    else:   # another database: nbgrader's own behaviour, retried by the caller on a collision
+        yield
+
+
 def generate(workspace: Path, assignment: str, files: dict[str, bytes], db_url: str | None = None) -> None:
     """Write the assignment's source files into `workspace`/source and generate it there (the
     gradebook learns its cells, which autograde restores in every submission)."""
@@ -52,7 +94,7 @@ def generate(workspace: Path, assignment: str, files: dict[str, bytes], db_url: 
         path = src / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-    with captured_stderr() as err:
+    with generation_lock(db_url or sqlite_url(workspace), assignment), captured_stderr() as err:
         made = api(workspace, db_url).generate_assignment(assignment, force=True, create=True)
     if not made["success"]:
         raise LadderError(f"nbgrader could not prepare {assignment}: {made.get('error')}\n{err.summary()}\n"

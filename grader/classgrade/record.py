@@ -27,7 +27,7 @@ from .journal import Entry, Journal, retrying
 EXECUTED_DIR = "executed"   # in the workspace: STUDENT/ASSIGNMENT/NOTEBOOK.ipynb as each worker returned it
 # nbgrader reports a database collision as a failed step, with the driver's error in its log
 _COLLISION = ("database is locked", "OperationalError", "IntegrityError", "UniqueViolation", "duplicate key",
-              "could not serialize", "deadlock detected")
+              "could not serialize", "deadlock detected", "ForeignKeyViolation")
 
 
 class ExecutedElsewhere(Preprocessor):

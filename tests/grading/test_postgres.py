@@ -58,3 +58,40 @@ def test_a_run_again_on_postgres_skips_every_student(tmp_path, postgres_url):  #
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     again = ladder_grade(subs, tmp_path / "ws2", "--db", postgres_url)   # another machine's workspace, same gradebook
     assert "1 student(s) already graded" in again.stdout, again.stdout[-3000:]
+
+
+GENERATE_SCRIPT = """
+import sys
+from pathlib import Path
+from grader.classgrade import course
+from grader.classgrade.identity import folder_files
+from grader.classgrade.run import repo_root, source_notebook
+
+workspace, url, rounds = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+files = folder_files(source_notebook(repo_root(), "01_vector_add").parent)
+for _ in range(rounds):
+    course.generate(workspace, "01_vector_add", files, url)
+"""
+
+
+def test_generations_at_once_on_one_gradebook_do_not_collide(tmp_path, postgres_url):  # noqa: F811
+    """nbgrader regenerates an assignment without submissions by deleting its notebook row and inserting it
+    again; two runs doing that at once on PostgreSQL collided (a foreign-key violation) until generation
+    took the gradebook's lock (course.generation_lock). Three processes regenerate it together, rounds
+    apart: every generation succeeds."""
+    import os
+
+    from sqlalchemy import create_engine, text
+
+    server = create_engine(postgres_url.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")
+    with server.connect() as conn:   # a gradebook of its own: the other tests' holds their students
+        conn.execute(text("CREATE DATABASE generations"))
+    server.dispose()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    runs = [subprocess.Popen([sys.executable, "-c", GENERATE_SCRIPT, str(tmp_path / f"ws-{i}"),
+                              postgres_url.rsplit("/", 1)[0] + "/generations", "4"],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for i in range(3)]
+    for run in runs:
+        out = run.communicate(timeout=600)[0]
+        assert run.returncode == 0, out[-3000:]
