@@ -3,7 +3,7 @@
 #   bash assets/results/issue15_gpu.sh time "$OUT" [CHAPTERS]
 #       each solution notebook graded alone by `ladder grade`, timed, with where the time went
 #       (assets/results/issue15/grading_time.py)
-#   bash assets/results/issue15_gpu.sh class "$OUT" GPUS
+#   bash assets/results/issue15_gpu.sh class "$OUT" GPUS [HALF]
 #       a synthetic class of 16 chapter-1 students (assets/results/issue15/synthetic_class.py) graded by
 #       `ladder grade` on GPUS GPUs (1: the default path, no Dask; N > 1: --gpus N), timed; the grades,
 #       the summary and the journal are kept. The time limits are tests/grading's short ones, so that
@@ -14,8 +14,8 @@ source "$(dirname "$0")/gpu_env.sh"
 case "$part" in
   time) python3 assets/results/issue15/grading_time.py --out "$out" --chapters "${1:-}" 2>&1 | tee "$out/grading_time.md" ;;
   class)
-    gpus=${1:-1}
-    python3 assets/results/issue15/synthetic_class.py "$out/subs" || exit 1
+    gpus=${1:-1}; half=${2:-}
+    python3 assets/results/issue15/synthetic_class.py "$out/subs" ${half:+--half "$half"} || exit 1
     export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEOUT_S=20
     extra=(); [ "$gpus" -gt 1 ] && extra=(--gpus "$gpus")
     start=$(date +%s.%N)
