@@ -1,4 +1,4 @@
-"""Draw chapter 3's three figures.
+"""Draw chapter 3's four figures.
 
     python assets/figures/make_ch03_figures.py
 
@@ -9,6 +9,9 @@ writes, beside this script:
   loop that stages a tile of each in shared memory
 - ch03_register_blocking.png: a 128 x 128 block tile with 8 x 8 outputs per thread, one step k as an
   outer product, and the loads per multiply-add of the three kernels
+- ch03_warp_tiling.png: the warp-tiling stretch goal: a 128 x 128 block tile split into eight 64 x 32
+  warp tiles, one warp tile split into 2 x 2 sub-tiles of 4 x 4 patches per thread, and how many
+  floats a warp reads from shared memory per multiply-add in each rung
 """
 
 from __future__ import annotations
@@ -53,6 +56,22 @@ def _grid(ax, x, y, cols, rows, cell, face, edge="#9a9a9a", lw=0.4):
 
 def _cell(ax, x, y, col, row, cell, face, z=3, edge=None):
     _box(ax, x + col * cell, y - (row + 1) * cell, cell, cell, face, edge=edge or face, lw=0.6, z=z)
+
+
+def _table(fig, rect, rows, xs, top, step, fontsize, rule):
+    """A table in its own axes at `rect`: the first row and column bold, a rule under the header."""
+    tx = fig.add_axes(rect)
+    tx.set_xlim(0, 1)
+    tx.set_ylim(0, 1)
+    tx.axis("off")
+    for i, row in enumerate(rows):
+        y = top - step * i
+        for j, text in enumerate(row):
+            tx.text(xs[j], y, text, ha="left", va="center", fontsize=fontsize,
+                    weight="bold" if i == 0 or j == 0 else "normal")
+        if i == 0:
+            tx.plot([0, 1], [y - rule, y - rule], color="black", linewidth=0.8)
+    return tx
 
 
 def draw_naive() -> plt.Figure:
@@ -273,22 +292,11 @@ def draw_register_blocking() -> plt.Figure:
             ha="left", va="top", fontsize=9.5)
 
     # The table: loads per multiply-add for the three kernels.
-    tx = fig.add_axes((0.62, 0.06, 0.37, 0.82))
-    tx.set_xlim(0, 1)
-    tx.set_ylim(0, 1)
-    tx.axis("off")
     rows = [("", "global\nloads/FMA", "shared\nloads/FMA", "FLOP per byte\nfrom global"),
             ("naive", "2", "0", "0.25"),
             ("32 x 32 tile", "1/16", "2", "8"),
             ("128 x 128 block,\n8 x 8 per thread", "1/64", "1/4", "32")]
-    xs = (0.0, 0.36, 0.56, 0.76)
-    for i, row in enumerate(rows):
-        y = 0.88 - 0.15 * i
-        for j, text in enumerate(row):
-            tx.text(xs[j], y, text, ha="left", va="center", fontsize=9.5,
-                    weight="bold" if i == 0 or j == 0 else "normal")
-        if i == 0:
-            tx.plot([0, 1], [y - 0.065, y - 0.065], color="black", linewidth=0.8)
+    tx = _table(fig, (0.62, 0.06, 0.37, 0.82), rows, (0.0, 0.36, 0.56, 0.76), 0.88, 0.15, 9.5, 0.065)
     tx.text(0.0, 0.12, "A multiply-add (FMA) is 2 FLOPs. The tile cuts global loads\n32-fold, but every FMA "
             "needs its own value of Bs from shared\nmemory, which serves one warp-wide load per clock while\n"
             "the SM can issue four warp-wide FMAs: the loads set the pace.\nRegister blocking needs eight times "
@@ -296,9 +304,84 @@ def draw_register_blocking() -> plt.Figure:
     return fig
 
 
+def draw_warp_tiling() -> plt.Figure:
+    """Block tile -> warp tiles -> one thread's four 4 x 4 patches, and the shared-memory reads per FMA."""
+    fig = plt.figure(figsize=(13, 6.8))
+    ax = fig.add_axes((0.0, 0.0, 0.66, 0.92))
+    ax.set_xlim(-1.7, 11.2)
+    ax.set_ylim(-5.6, 3.2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    fig.suptitle("Warp tiling: 8 warps, a 64 x 32 tile of C per warp, 2 x 2 sub-tiles of 4 x 4 outputs per thread",
+                 fontsize=12, y=0.975)
+    # Left: the block's 128 x 128 tile of C as 2 x 4 warp tiles (one unit = 32 rows or columns).
+    u = 1.0
+    cx, cy = 0.9, 1.9
+    bk = 0.55  # the depth of As and Bs, drawn
+    _box(ax, cx, cy + 0.15, 4 * u, bk, LIGHT["B"], lw=1.0)
+    _box(ax, cx - 0.15 - bk, cy - 4 * u, bk, 4 * u, LIGHT["A"], lw=1.0)
+    ax.text(cx + 2 * u, cy + 0.15 + bk + 0.08, "Bs[k][n], 8 x 128", ha="center", va="bottom", fontsize=9,
+            color=B_COLOR)
+    ax.text(cx - 0.2 - bk, cy + 0.35, "As[k][m],\n8 x 128", ha="right", va="bottom", fontsize=9, color=A_COLOR)
+    for w in range(8):
+        wr, wc = w // 4, w % 4
+        face = C_COLOR if w == 5 else LIGHT["C"]
+        _box(ax, cx + wc * u, cy - (wr + 1) * 2 * u, u, 2 * u, face, edge="black", lw=1.0, z=2)
+        ax.text(cx + (wc + 0.5) * u, cy - (wr + 0.5) * 2 * u, f"warp\n{w}", ha="center", va="center", fontsize=9,
+                color="white" if w == 5 else "black", zorder=3)
+    # Warp 5 reads rows 64..127 of As and columns 32..63 of Bs, and nothing else.
+    _box(ax, cx + u, cy + 0.15, u, bk, B_COLOR, lw=0.8, z=3, alpha=0.85)
+    _box(ax, cx - 0.15 - bk, cy - 4 * u, bk, 2 * u, A_COLOR, lw=0.8, z=3, alpha=0.85)
+    ax.text(cx + 2 * u, cy - 4 * u - 0.12, "the block's 128 x 128 tile of C:\n2 x 4 warp tiles of 64 x 32\n"
+            "(warp = threadIdx.x / 32)", ha="center", va="top", fontsize=9)
+
+    # Middle: warp 5's tile, 64 x 32, magnified: 2 x 2 sub-tiles of 32 x 16, each 8 x 4 patches of 4 x 4.
+    s = 0.27
+    mx, my = 6.1, 2.35
+    ty, tx = 2, 1  # the thread drawn: lane 9
+    for mi in range(2):
+        for ni in range(2):
+            x0, y0 = mx + ni * (4 * s + 0.12), my - mi * (8 * s + 0.12)
+            _grid(ax, x0, y0, 4, 8, s, LIGHT["C"], lw=0.3)
+            _cell(ax, x0, y0, tx, ty, s, C_COLOR, z=4, edge="black")
+    ax.text(mx + 4 * s + 0.06, my - 16 * s - 0.3, "warp 5's 64 x 32 tile: 2 x 2 sub-tiles of 32 x 16,\n"
+            "each 8 x 4 patches of 4 x 4; lane 9 (ty = 2, tx = 1)\nowns one patch in each: 8 x 8 outputs",
+            ha="center", va="top", fontsize=9)
+    _arrow(ax, (cx + 2 * u + 0.05, cy - 3.3 * u), (mx - 0.35, my - 13 * s), "#444444", lw=1.1, rad=0.2)
+    # Above the sub-tiles, the float4s of Bs lane 9 reads; left of them, those of As.
+    for ni in range(2):
+        x0 = mx + ni * (4 * s + 0.12)
+        _box(ax, x0, my + 0.1, 4 * s, 0.16, LIGHT["B"], lw=0.6)
+        _box(ax, x0 + tx * s, my + 0.1, s, 0.16, B_COLOR, lw=0.6, z=3)
+    for mi in range(2):
+        y0 = my - mi * (8 * s + 0.12)
+        _box(ax, mx - 0.28, y0 - 8 * s, 0.16, 8 * s, LIGHT["A"], lw=0.6)
+        _box(ax, mx - 0.28, y0 - (ty + 1) * s, 0.16, s, A_COLOR, lw=0.6, z=3)
+    ax.text(mx + 4 * s + 0.06, my + 0.35, "step k: 2 float4 of Bs", ha="center", va="bottom", fontsize=8.5,
+            color=B_COLOR)
+    ax.text(mx - 0.35, my - 3 * s, "2 float4\nof As", ha="right", va="center", fontsize=8.5, color=A_COLOR)
+    ax.text(-1.6, -4.55, "At each k the whole warp reads 64 floats of As (8 float4s side by side, each shared by\n"
+            "4 lanes) and 32 of Bs (4 float4s, each shared by 8 lanes): 96 floats for 2,048 FMAs.\n"
+            "Each lane turns its 4 float4s into 64 FMAs in registers, as in register blocking.",
+            ha="left", va="top", fontsize=9.5)
+
+    # Right: the table.
+    rows = [("one warp, one step k", "C it\ncovers", "smem\nfloats", "FMAs\nper float"),
+            ("32 x 32 tile", "1 x 32", "33", "1"),
+            ("register blocking\n(and sgemm_v2)", "16 x 128", "144", "14"),
+            ("warp tile 64 x 32", "64 x 32", "96", "21"),
+            ("warp tile 64 x 64,\n8 x 16 per thread", "64 x 64", "128", "32")]
+    tx_ = _table(fig, (0.655, 0.08, 0.34, 0.8), rows, (0.0, 0.45, 0.66, 0.83), 0.9, 0.13, 9, 0.06)
+    tx_.text(0.0, 0.14, "A warp's loads from shared memory are set by the\nshape of the piece of C it covers: a "
+             "rows x cols piece\nreads rows + cols floats per k for rows x cols FMAs.\nA squarer warp tile reads "
+             "fewer for the same work.", ha="left", va="bottom", fontsize=9)
+    return fig
+
+
 def main() -> None:
     for name, draw in (("ch03_naive.png", draw_naive), ("ch03_tiling.png", draw_tiling),
-                       ("ch03_register_blocking.png", draw_register_blocking)):
+                       ("ch03_register_blocking.png", draw_register_blocking),
+                       ("ch03_warp_tiling.png", draw_warp_tiling)):
         fig = draw()
         path = HERE / name
         fig.savefig(path, dpi=DPI)

@@ -28,6 +28,12 @@ RUNGS = [
     Rung("3-stretch float4 + double buffering (solution stretch)", "correct",
          ["sgemm-solution", "sgemm-v2-solution"], "sgemm_v2", ch03.SGEMM, "3-stretch", "pass",
          SIZES + [(129, 68, 36)]),
+    Rung("3-warptile float4 + double buffering (solution stretch sgemm_v2, the rung below)", "correct",
+         ["sgemm-solution", "sgemm-v2-solution"], "sgemm_v2", ch03.SGEMM, "3-warptile", "fail",
+         SIZES + [(129, 68, 36)]),
+    Rung("3-warptile warp tiling (solution stretch sgemm_v3)", "correct",
+         ["sgemm-solution", "sgemm-v3-solution"], "sgemm_v3", ch03.SGEMM, "3-warptile", "pass",
+         SIZES + [(129, 68, 36)]),
 ]
 
 if __name__ == "__main__":

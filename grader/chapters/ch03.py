@@ -5,7 +5,8 @@ Exercises
 - 3.1  prediction: FLOPs per byte loaded from global memory by the naive kernel and by a T x T tiled
        kernel (CPU-checkable)
 - 3    `sgemm(a, b, out)`: out = a @ b, fp32, a (M x K) and b (K x N) row-major. Speed bar vs
-       `torch.mm` in true fp32, TF32 off (bars.toml "3"); stretch bar "3-stretch", reported only
+       `torch.mm` in true fp32, TF32 off (bars.toml "3"); stretch bars "3-stretch" (float4 loads and double
+       buffering, `sgemm_v2`) and "3-warptile" (warp tiling, `sgemm_v3`), reported only
 
 Every launcher takes torch tensors on the GPU that the grader allocated, and writes into `out`.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from ..cuda.gpu import gpu_or_reason, matmul_precision
-from ..errors import NoGPUError
+from ..errors import NoGPUError, NotImplementedYet
 from ..harness import answers, plots
 from ..profiling.diagnose import Case
 from ..harness.answers import call_learner, require_close
@@ -102,10 +103,11 @@ SGEMM = Exercise(
 )
 
 EXERCISES = (SGEMM,)
-BAR_KEYS = {"3": "3", "3-stretch": "3"}
+BAR_KEYS = {"3": "3", "3-stretch": "3", "3-warptile": "3"}
 SANITIZE = (
     SmallSizes(SGEMM, "sgemm", ((1, 1, 1), (7, 13, 5), (129, 68, 36), (200, 256, 100))),
     SmallSizes(SGEMM, "sgemm_v2", ((1, 4, 4), (7, 13, 5), (129, 68, 36), (130, 260, 100)), stretch=True),
+    SmallSizes(SGEMM, "sgemm_v3", ((1, 4, 4), (7, 13, 5), (129, 68, 36), (130, 260, 100)), stretch=True),
 )
 
 # The timing size is square, where a kernel that swaps M and N can still be right: the speed check
@@ -147,6 +149,36 @@ def measure_sgemm(sgemm, label: str, size=WORKED_SIZE) -> SpeedResult | None:
 
 def check_sgemm_stretch(sgemm_v2) -> SpeedResult | None:
     return check_stretch(SGEMM, sgemm_v2, "3-stretch", STRETCH_SIZES, "sgemm_v2 and SGEMM_V2_SRC")
+
+
+def check_sgemm_warptile(sgemm_v3) -> SpeedResult | None:
+    """The warp-tiling stretch goal: the same awkward shapes as sgemm_v2's first (a warp-tiled kernel has
+    more index arithmetic to get wrong at the edges of C), then its bar, reported only."""
+    return check_stretch(SGEMM, sgemm_v3, "3-warptile", STRETCH_SIZES, "sgemm_v3 and SGEMM_V3_SRC")
+
+
+# The piece of C one warp covers in each rung (rows x columns), for the warp-tiling prediction.
+WARP_FOOTPRINTS = {"32 x 32 tile": (1, 32), "register blocking, sgemm_v2": (16, 128), "warp tile 64 x 32": (64, 32),
+                   "warp tile 64 x 64": (64, 64)}
+
+
+def check_warp_reuse(smem_floats_per_fma) -> None:
+    """The warp-tiling prediction (not graded): floats a warp reads from shared memory per FMA when it
+    covers a rows x cols piece of C, at one step k. Prints each rung's figure; a stub is only reported."""
+    names = "`smem_floats_per_fma`"
+    try:
+        for label, (rows, cols) in (*WARP_FOOTPRINTS.items(), ("", (7, 3)), ("", (128, 1))):
+            require_close(call_learner(smem_floats_per_fma, rows, cols, exercise="3.W", names=names),
+                          (rows + cols) / (rows * cols),
+                          f"smem_floats_per_fma({rows}, {cols}) (hint: at step k the warp needs one float of As for "
+                          "each of its rows and one of Bs for each of its columns, and does one FMA per output)")
+    except NotImplementedYet as exc:
+        print(f"Prediction not written yet: {exc}")
+        return
+    print("✓ warp-tiling prediction: right. Floats a warp reads from shared memory per FMA, at one step k:")
+    for label, (rows, cols) in WARP_FOOTPRINTS.items():
+        print(f"  {label:<30} {rows:>3} x {cols:<3} of C: {rows + cols:>3} floats for {rows * cols:>4} FMAs, "
+              f"{(rows + cols) / (rows * cols):.3f} per FMA")
 
 
 def check_napkin_math(gemm_flops, ridge_point) -> None:

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -231,10 +232,12 @@ def test_speed_check_first_checks_non_square_shapes(monkeypatch):
 
 
 def test_bars():
-    graded, stretch = bar_for("3"), bar_for("3-stretch")
+    graded, stretch, warptile = bar_for("3"), bar_for("3-stretch"), bar_for("3-warptile")
     assert graded.bar == 0.30 and graded.graded and "TF32 off" in graded.baseline
     assert not stretch.graded and stretch.bar > graded.bar
-    assert set(ch03.BAR_KEYS) == {"3", "3-stretch"}
+    assert not warptile.graded and warptile.bar > stretch.bar and "TF32 off" in warptile.baseline
+    assert set(ch03.BAR_KEYS) == {"3", "3-stretch", "3-warptile"}
+    assert [s.launcher for s in ch03.SANITIZE] == ["sgemm", "sgemm_v2", "sgemm_v3"]
 
 
 # ------------------------------------------------------------------------ predictions
@@ -288,8 +291,9 @@ def test_gpu_helpers_without_a_gpu_print_and_return_none(monkeypatch, capsys):
     monkeypatch.setattr(exercise, "gpu_or_reason", lambda: (False, "no GPU found (test)"))
     assert ch03.measure_sgemm(torch_sgemm, "naive, coalesced") is None
     assert ch03.check_sgemm_stretch(torch_sgemm) is None
+    assert ch03.check_sgemm_warptile(torch_sgemm) is None
     out = capsys.readouterr().out
-    assert "naive, coalesced: not measured" in out and "no GPU found" in out
+    assert "naive, coalesced: not measured" in out and out.count("no GPU found") >= 3
 
 
 def test_versions_not_written_yet_do_not_stop_run_all(capsys):
@@ -298,8 +302,11 @@ def test_versions_not_written_yet_do_not_stop_run_all(capsys):
 
     assert ch03.measure_sgemm(stub, "32 x 32 tile") is None
     assert ch03.check_sgemm_stretch(stub) is None
+    assert ch03.check_sgemm_warptile(stub) is None
+    ch03.check_warp_reuse(_stub)
     out = capsys.readouterr().out
     assert "32 x 32 tile: not written yet" in out and "Stretch goal not attempted yet" in out
+    assert "write sgemm_v3 and SGEMM_V3_SRC above" in out and "Prediction not written yet" in out
 
 
 def test_measure_sgemm_prints_one_line_per_version(monkeypatch, capsys):
@@ -338,10 +345,10 @@ def test_figures_script_draws_every_figure():
     spec = importlib.util.spec_from_file_location("make_ch03_figures", ROOT / "assets/figures/make_ch03_figures.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    for draw in (module.draw_naive, module.draw_tiling, module.draw_register_blocking):
+    for draw in (module.draw_naive, module.draw_tiling, module.draw_register_blocking, module.draw_warp_tiling):
         plt.close(draw())
     text = SOLUTION.read_text()
-    for name in ("ch03_naive", "ch03_tiling", "ch03_register_blocking"):
+    for name in ("ch03_naive", "ch03_tiling", "ch03_register_blocking", "ch03_warp_tiling"):
         assert (ROOT / f"assets/figures/{name}.png").is_file() and f"attachment:{name}.png" in text
 
 
@@ -373,6 +380,79 @@ def test_stretch_kernel_moves_16_bytes_per_instruction():
     assert "__local_depot" not in ptx
 
 
+# ------------------------------------------------------------------------ the warp-tiling stretch goal
+
+def _gpu_script():
+    """assets/results/issue19/ch03_gpu.py: the tile variants, their compile report and the NumPy emulation."""
+    spec = importlib.util.spec_from_file_location("ch03_gpu", ROOT / "assets/results/issue19/ch03_gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_warp_tiled_kernel_moves_16_bytes_per_instruction_in_registers():
+    (compiled,) = compile_for_archs(_kernel("SGEMM_V3_SRC"), "sgemm_v3", ("sm_90",))
+    ptx = compiled.ptx
+    assert re.search(r"ld\.global(\.nc)?\.v4\.f32", ptx) and "ld.shared.v4.f32" in ptx and "st.global.v4.f32" in ptx
+    assert "__local_depot" not in ptx
+    assert ptx.count("fma.rn.f32") >= 8 * 64   # one step of BK = 8, 64 FMAs a thread, unrolled
+
+
+def test_warp_tiled_launcher_matches_the_kernels_defines():
+    gpu = _gpu_script()
+    consts = gpu.tile_constants(_kernel("SGEMM_V3_SRC"))
+    cell = next("".join(c["source"]) for c in json.loads(SOLUTION.read_text())["cells"]
+                if c["metadata"].get("nbgrader", {}).get("grade_id") == "sgemm-v3-solution")
+    (bm, bn, threads), = re.findall(r"bm, bn, threads = (\d+), (\d+), (\d+)", cell)
+    assert (int(bm), int(bn), int(threads)) == (consts["BM"], consts["BN"], consts["THREADS"])
+    assert consts["THREADS"] == (consts["BM"] // consts["WM"]) * (consts["BN"] // consts["WN"]) * 32
+
+
+@pytest.mark.parametrize("variant", list(_gpu_script().VARIANTS))
+def test_every_tile_variant_compiles_within_registers_and_shared_memory(variant):
+    gpu = _gpu_script()
+    src = gpu.variant_source(_kernel("SGEMM_V3_SRC"), gpu.VARIANTS[variant])
+    for arch in ("sm_75", "sm_90"):
+        report = gpu.compile_report(src, arch)
+        assert report["spill_bytes"] == 0 and not report["local_depot"], (arch, report)
+        assert report["registers"] <= 255 and report["static_shared"] <= 48 * 1024, (arch, report)
+
+
+@pytest.mark.parametrize("variant", list(_gpu_script().VARIANTS))
+def test_every_tile_variant_writes_each_output_once_from_this_steps_tiles(variant):
+    """The kernel's index arithmetic run in NumPy (ch03_gpu.emulate): every output written exactly once
+    and right, every shared-memory cell of a tile stored once per step, every read sees that step's
+    tile, no step reads a cell it stores, float4s aligned and never across an edge of A, B or C."""
+    gpu = _gpu_script()
+    src = gpu.variant_source(_kernel("SGEMM_V3_SRC"), gpu.VARIANTS[variant])
+    gen = np.random.default_rng(3)
+    for m, n, k in gpu.EMULATED_SIZES:
+        a, b = gen.standard_normal((m, k)), gen.standard_normal((k, n))
+        np.testing.assert_allclose(gpu.emulate(src, a, b), a @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_the_emulation_catches_warps_that_do_not_cover_the_block_tile():
+    gpu = _gpu_script()
+    src = _kernel("SGEMM_V3_SRC")
+    a, b = np.ones((130, 20)), np.ones((20, 260))
+    # 32-row warp tiles, but as many threads as 64-row ones would need: half the block tile is never written.
+    short = (src.replace("#define WM 64", "#define WM 32").replace("#define WMITER 2", "#define WMITER 1")
+             .replace("#define THREADS ((BM / WM)", "#define THREADS ((BM / 64)"))
+    assert short != src and gpu.tile_constants(short)["THREADS"] == 256
+    with pytest.raises(AssertionError, match="never written"):
+        gpu.emulate(short, a, b)
+    with pytest.raises(ValueError, match="no single `#define NOPE"):
+        gpu.variant_source(src, {"NOPE": 1})
+
+
+def test_warp_reuse_prediction(capsys):
+    ch03.check_warp_reuse(lambda rows, cols: (rows + cols) / (rows * cols))
+    out = capsys.readouterr().out
+    assert "✓ warp-tiling prediction" in out and "64 x 32  of C:  96 floats for 2048 FMAs, 0.047 per FMA" in out
+    with pytest.raises(CheckFailed, match=r"smem_floats_per_fma\(1, 32\) \(hint.*\) = 1.0, expected 1.03125"):
+        ch03.check_warp_reuse(lambda rows, cols: 1 / rows)
+
+
 STUDENTS = ("correct", "stub", "naive_uncoalesced", "naive_coalesced", "smem_tile_32", "blocked_64x64",
             "blocktile_1d", "tf32_rounding", "wrong")
 
@@ -383,7 +463,7 @@ def test_every_student_builds_and_its_own_kernels_compile(name, tmp_path):
     sources, stray = cuda_sources(build("ch03", "03_tiling", name, tmp_path / f"{name}.ipynb"))
     assert not stray
     for kernel, src in sources:
-        if name == "stub" and kernel in ("SGEMM_SRC", "SGEMM_V2_SRC"):
+        if name == "stub" and kernel in ("SGEMM_SRC", "SGEMM_V2_SRC", "SGEMM_V3_SRC"):
             assert is_stub(src)
         elif src != shipped.get(kernel):  # the solution's own kernels are compiled by test_nvrtc.py
             (function,) = re.findall(r"__global__\s+void\s+(?:__launch_bounds__\(\w+\)\s+)?(\w+)\s*\(", src)
