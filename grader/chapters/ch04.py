@@ -9,13 +9,19 @@ Exercises
        include tensor-core MMAs (checked by compiling it through NVRTC, so it runs on a CPU too),
        visible shapes, hidden shapes, and the speed bar vs `torch.mm` in fp16 (bars.toml "4"),
        which also requires the tensor-core instructions. Stretch bar "4-stretch", reported only.
+- 4c   `gemm_mma(a, b, out)` (optional points, compute capability 8.0+): the same product and contract
+       as 4, written with PTX `mma.sync.aligned.m16n8k16`, `ldmatrix`, an XOR-swizzled shared-memory
+       layout and a cp.async pipeline of 3 or more stages. Two graded cells, visible and hidden shapes;
+       the speed cell requires the tensor-core instructions (4's requirement, reused) and reports
+       the ratio to `torch.mm` fp16 against bars.toml "4c", a target no bar could be calibrated for
+       (the H100 figures are in its calibration string).
 
 Every launcher takes torch tensors on the GPU that the grader allocated, and writes into `out`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -100,11 +106,22 @@ WMMA_GEMM = Exercise(
     requirements=(TENSOR_CORES,),
 )
 
-EXERCISES = (WMMA_GEMM,)
-BAR_KEYS = {"4": "4", "4-stretch": "4"}
+# Exercise 4c: exercise 4's product, inputs, reference, tolerance, shapes and tensor-core requirement,
+# under its own key and bar.
+MMA_GEMM = replace(
+    WMMA_GEMM, key="4c", title="mma.sync GEMM", where="the code cell under 'Exercise 4c'",
+    signature="gemm_mma(a, b, out)",
+    speed_hint="keep the tensor cores fed: ldmatrix from a swizzled (conflict-free) shared-memory layout, "
+               "at least 3 cp.async stages in flight (wait_group STAGES - 2), and a 128 x 128 block tile with "
+               "8 warps of 64 x 32 (4 x 4 m16n8k16 MMAs per 16-deep step), so each fragment feeds 4 MMAs.",
+)
+
+EXERCISES = (WMMA_GEMM, MMA_GEMM)
+BAR_KEYS = {"4": "4", "4-stretch": "4", "4c": "4c"}
 SANITIZE = (
     SmallSizes(WMMA_GEMM, "wmma_gemm", ((1, 1, 1), (17, 33, 9), (129, 257, 95), (128, 256, 64), (136, 264, 40))),
     SmallSizes(WMMA_GEMM, "wmma_gemm_async", ((1, 1, 1), (17, 33, 9), (129, 257, 96), (136, 264, 40)), stretch=True),
+    SmallSizes(MMA_GEMM, "gemm_mma", ((1, 1, 1), (17, 33, 9), (129, 257, 95), (136, 264, 40)), stretch=True),
 )
 
 HIDDEN_SIZES = [(1, 1, 1), (16, 16, 16), (17, 33, 9), (129, 257, 95), (1000, 1500, 700), (513, 130, 4096),
@@ -181,6 +198,18 @@ def check_wmma_gemm_stretch(wmma_gemm_async) -> SpeedResult | None:
                            "wmma_gemm_async and WMMA_GEMM_ASYNC_SRC")
     if result is not None:
         print(f"  = {100 * result.speedup:.0f}% of cuBLAS (what torch.mm runs) on this GPU")
+    return result
+
+
+def check_gemm_mma(gemm_mma, sizes=None, trials: int = 2):
+    """Exercise 4c, correctness: exercise 4's shapes (or `sizes`), inputs, reference and tolerance."""
+    return check_correctness(MMA_GEMM, gemm_mma, sizes, trials)
+
+
+def check_gemm_mma_speed(gemm_mma) -> SpeedResult:
+    """Exercise 4c, speed: tensor-core work first (4's requirement), then bar "4c" vs torch.mm fp16."""
+    result = check_speed(MMA_GEMM, gemm_mma, "4c")
+    print(f"  = {100 * result.speedup:.0f}% of cuBLAS (what torch.mm runs) on this GPU")
     return result
 
 

@@ -283,7 +283,7 @@ def test_every_submission_names_real_cells():
 # ------------------------------------------------------------------------------ ladder check
 
 CPU_CELLS = ("napkin-test", "intensity-test", "wmma-tensor-cores", "diagnose-test")
-GPU_CELLS = ("wmma-visible", "wmma-hidden", "wmma-speed")
+GPU_CELLS = ("wmma-visible", "wmma-hidden", "wmma-speed", "mma-visible", "mma-hidden")
 
 
 @pytest.mark.slow
@@ -298,7 +298,7 @@ def test_solution_on_a_cpu_earns_the_napkin_and_tensor_core_points():
         assert cells[gid]["outcome"] == "fail" and err["ename"] == "NoGPUError", cells[gid]
         assert "no GPU found" in err["evalue"] and "compile for sm_80 and sm_90" in err["evalue"]
         assert "Traceback" not in err["evalue"]
-    assert nb["score"] == 4 and nb["max_score"] == 10
+    assert nb["score"] == 4 and nb["max_score"] == 12   # 10, and exercise 4c's 2 optional points
 
 
 @pytest.mark.slow
@@ -327,7 +327,7 @@ def test_fma_only_submission_fails_the_tensor_core_cell_on_a_cpu(tmp_path):
 def test_gpu_solution_passes_every_graded_cell():
     code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
-    assert all(c["outcome"] == "pass" for c in cells.values()) and nb["score"] == 10
+    assert all(c["outcome"] == "pass" for c in cells.values()) and nb["score"] == 12
 
 
 @pytest.mark.gpu
@@ -369,7 +369,307 @@ def test_gpu_wrong_submission_scores_what_its_docstring_promises(tmp_path):
     # (1x1x1 and 17x33x9, inside the one block the rounded-down grid still launches): it passes here.
     # nbgrader restores the hidden shapes when grading, and they fail (checked below).
     assert cells["wmma-hidden"]["passed"] and cells["wmma-speed"]["passed"]
-    assert nb["score"] == 7   # the diagnosis is the solution's
+    assert nb["score"] == 7   # the diagnosis is the solution's; exercise 4c is a stub (0 of 4)
     wmma_gemm = launchers("ch04", "wrong", ["wmma-solution"])["wmma_gemm"]
     with pytest.raises(CheckFailed, match="wrong result"):
         ch04.check_wmma_gemm(wmma_gemm, sizes=ch04.HIDDEN_SIZES, trials=1)
+
+
+# ------------------------------------------------------------------ exercise 4c: mma.sync (CPU)
+#
+# The kernel runs on a GPU only where one is; here its index logic is run in Python, step by step as
+# the CUDA source writes it, against NumPy emulations of ldmatrix and mma.sync written from the PTX
+# ISA's fragment tables. MMA_SNIPPETS ties the two: every index expression the emulation copies must
+# appear verbatim in the source, so an edit to one without the other fails here.
+
+MMA_SRC = SOURCES["GEMM_MMA_SRC"]
+MMA_SNIPPETS = (
+    "auto swz_a = [](int r, int ch) { return A_CHUNKS >= 8 ? (ch ^ (r & 7)) : (ch ^ ((r >> 1) & 3)); };",
+    "auto swz_b = [](int r, int ch) { return ch ^ (r & 7); };",
+    "for (int i = tid; i < BM * A_CHUNKS; i += THREADS) {",
+    "const int r = i / A_CHUNKS, ch = i % A_CHUNKS;",
+    "const int gr = block_m + r, gc = k0 + ch * 8;",
+    "half* dst = &As[stage][(r * A_CHUNKS + swz_a(r, ch)) * 8];",
+    "for (int i = tid; i < BK * B_CHUNKS; i += THREADS) {",
+    "const int r = i / B_CHUNKS, ch = i % B_CHUNKS;",
+    "const int gr = k0 + r, gc = block_n + ch * 8;",
+    "half* dst = &Bs[stage][(r * B_CHUNKS + swz_b(r, ch)) * 8];",
+    "if (s < slices) load_slice(s, s * BK);",
+    "cp_async_wait<STAGES - 2>();",
+    "const int next = t + STAGES - 1;",
+    "if (next < slices) load_slice(next % STAGES, next * BK);",
+    "const int stage = t % STAGES;",
+    "const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;",
+    "const int r = warp_m * WM + i * 16 + (lane % 16);",
+    "const int ch = kk * 2 + lane / 16;",
+    "ldmatrix_x4(af[i], as + (r * A_CHUNKS + swz_a(r, ch)) * 16);",
+    "const int r = kk * 16 + (lane % 16);",
+    "const int ch = (warp_n * WN + j * 16) / 8 + lane / 16;",
+    "ldmatrix_x4_trans(q, bs + (r * B_CHUNKS + swz_b(r, ch)) * 16);",
+    "bf[2 * j][0] = q[0]; bf[2 * j][1] = q[1];",
+    "bf[2 * j + 1][0] = q[2]; bf[2 * j + 1][1] = q[3];",
+    "mma_16816(acc[i][j], af[i], bf[j]);",
+    "const int g = lane / 4, tig = lane % 4;",
+    "const int col = block_n + warp_n * WN + j * 8 + tig * 2;",
+    "const int row = block_m + warp_m * WM + i * 16 + g + 8 * h;",
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+    "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+    "cp.async.cg.shared.global [%0], [%1], 16;",
+)
+
+
+def _mma_config(src: str = MMA_SRC, **changes) -> dict:
+    """The tile constants of GEMM_MMA_SRC (with `changes` applied as the GPU script's variants do)."""
+    import re
+    cfg = {k: int(v) for k, v in re.findall(r"^#define (BM|BN|BK|STAGES|WARPS_M|WARPS_N) (\d+)$", src, re.M)}
+    assert set(cfg) == {"BM", "BN", "BK", "STAGES", "WARPS_M", "WARPS_N"}, cfg
+    cfg.update(changes)
+    cfg["THREADS"] = 32 * cfg["WARPS_M"] * cfg["WARPS_N"]
+    cfg["WM"], cfg["WN"] = cfg["BM"] // cfg["WARPS_M"], cfg["BN"] // cfg["WARPS_N"]
+    cfg["MT"], cfg["NT"] = cfg["WM"] // 16, cfg["WN"] // 8
+    cfg["A_CHUNKS"], cfg["B_CHUNKS"] = cfg["BK"] // 8, cfg["BN"] // 8
+    return cfg
+
+
+def _swz_a(r, ch, cfg):
+    return ch ^ (r & 7) if cfg["A_CHUNKS"] >= 8 else ch ^ ((r >> 1) & 3)
+
+
+def _swz_b(r, ch):
+    return ch ^ (r & 7)
+
+
+def _ldmatrix_x4(mem, addrs, trans):
+    """PTX ldmatrix .m8n8.x4 .b16 on `mem` (halves): lanes 8m..8m+7 give the byte addresses of rows 0-7
+    of matrix m; lane l receives in register m row l/4, columns 2(l%4), 2(l%4)+1 of matrix m (with
+    .trans, of its transpose). Returns (32 lanes, 4 registers, 2 halves); every phase of 8 rows must
+    be conflict-free (8 distinct 16-byte bank groups)."""
+    import numpy as np
+    assert all(a % 16 == 0 for a in addrs), "ldmatrix rows must be 16-byte aligned"
+    for m in range(4):
+        groups = {(addrs[8 * m + r] // 16) % 8 for r in range(8)}
+        assert len(groups) == 8, f"ldmatrix phase {m}: rows hit bank groups {sorted(groups)}: a bank conflict"
+    mats = np.array([[mem[addrs[8 * m + r] // 2: addrs[8 * m + r] // 2 + 8] for r in range(8)] for m in range(4)])
+    if trans:
+        mats = mats.transpose(0, 2, 1)
+    out = np.empty((32, 4, 2))
+    for lane in range(32):
+        for m in range(4):
+            out[lane, m] = mats[m, lane // 4, 2 * (lane % 4): 2 * (lane % 4) + 2]
+    return out
+
+
+def _mma_16816(acc, a_regs, b_regs):
+    """PTX mma.m16n8k16.row.col f32.f16.f16.f32, from the PTX ISA's fragment tables (groupID = lane >> 2,
+    threadID_in_group = lane % 4): A a0..a7 at row g (i < 2 or 4 <= i < 6) else g + 8, column 2t + (i & 1)
+    (+ 8 for i >= 4); B b0..b3 at row 2t + (i & 1) (+ 8 for i >= 2), column g; C/D c0..c3 at row g (+ 8 for
+    i >= 2), column 2t + (i & 1). acc (32, 4), a_regs (32, 4, 2), b_regs (32, 2, 2)."""
+    import numpy as np
+    A, B = np.full((16, 16), np.nan), np.full((16, 8), np.nan)
+    for lane in range(32):
+        g, t = lane >> 2, lane % 4
+        for i in range(8):
+            row = g if (i < 2 or 4 <= i < 6) else g + 8
+            A[row, 2 * t + (i & 1) + (8 if i >= 4 else 0)] = a_regs[lane, i // 2, i % 2]
+        for i in range(4):
+            B[2 * t + (i & 1) + (8 if i >= 2 else 0), g] = b_regs[lane, i // 2, i % 2]
+    assert not np.isnan(A).any() and not np.isnan(B).any(), "a fragment element was never filled"
+    D = A @ B
+    for lane in range(32):
+        g, t = lane >> 2, lane % 4
+        for i in range(4):
+            acc[lane, i] += D[g + (8 if i >= 2 else 0), 2 * t + (i & 1)]
+
+
+def _emulate_gemm_mma(a, b, cfg):
+    """Run gemm_mma's index logic (producer, pipeline, ldmatrix addresses, fragments, epilogue) for every
+    block and warp, in float64."""
+    import numpy as np
+    M, K = a.shape
+    N = b.shape[1]
+    BM, BN, BK, S = cfg["BM"], cfg["BN"], cfg["BK"], cfg["STAGES"]
+    AC, BC, T = cfg["A_CHUNKS"], cfg["B_CHUNKS"], cfg["THREADS"]
+    out = np.full((M, N), np.nan)
+    slices = (K + BK - 1) // BK
+    for by in range((M + BM - 1) // BM):
+        for bx in range((N + BN - 1) // BN):
+            block_m, block_n = by * BM, bx * BN
+            As, Bs = np.full((S, BM * BK), np.nan), np.full((S, BK * BN), np.nan)
+
+            def load_slice(stage, k0):
+                for tid in range(T):
+                    for i in range(tid, BM * AC, T):
+                        r, ch = i // AC, i % AC
+                        gr, gc = block_m + r, k0 + ch * 8
+                        base = (r * AC + _swz_a(r, ch, cfg)) * 8
+                        for e in range(8):
+                            As[stage, base + e] = a[gr, gc + e] if gr < M and gc + e < K else 0.0
+                    for i in range(tid, BK * BC, T):
+                        r, ch = i // BC, i % BC
+                        gr, gc = k0 + r, block_n + ch * 8
+                        base = (r * BC + _swz_b(r, ch)) * 8
+                        for e in range(8):
+                            Bs[stage, base + e] = b[gr, gc + e] if gr < K and gc + e < N else 0.0
+
+            acc = np.zeros((T // 32, 32, cfg["MT"], cfg["NT"], 4))
+            for s in range(S - 1):
+                if s < slices:
+                    load_slice(s, s * BK)
+            for t in range(slices):
+                nxt = t + S - 1
+                if nxt < slices:
+                    assert nxt % S != t % S, "the refill must not overwrite the slice being multiplied"
+                    load_slice(nxt % S, nxt * BK)
+                stage = t % S
+                for kk in range(BK // 16):
+                    for warp in range(T // 32):
+                        warp_m, warp_n = warp // cfg["WARPS_N"], warp % cfg["WARPS_N"]
+                        af = []
+                        for i in range(cfg["MT"]):
+                            addrs = []
+                            for lane in range(32):
+                                r = warp_m * cfg["WM"] + i * 16 + (lane % 16)
+                                ch = kk * 2 + lane // 16
+                                addrs.append((r * AC + _swz_a(r, ch, cfg)) * 16)
+                            af.append(_ldmatrix_x4(As[stage], addrs, trans=False))
+                        bf = [None] * cfg["NT"]
+                        for j in range(cfg["NT"] // 2):
+                            addrs = []
+                            for lane in range(32):
+                                r = kk * 16 + (lane % 16)
+                                ch = (warp_n * cfg["WN"] + j * 16) // 8 + lane // 16
+                                addrs.append((r * BC + _swz_b(r, ch)) * 16)
+                            q = _ldmatrix_x4(Bs[stage], addrs, trans=True)
+                            bf[2 * j], bf[2 * j + 1] = q[:, 0:2], q[:, 2:4]
+                        for i in range(cfg["MT"]):
+                            for j in range(cfg["NT"]):
+                                _mma_16816(acc[warp, :, i, j], af[i], bf[j])
+            for warp in range(T // 32):
+                warp_m, warp_n = warp // cfg["WARPS_N"], warp % cfg["WARPS_N"]
+                for lane in range(32):
+                    g, tig = lane // 4, lane % 4
+                    for i in range(cfg["MT"]):
+                        for j in range(cfg["NT"]):
+                            col = block_n + warp_n * cfg["WN"] + j * 8 + tig * 2
+                            for h in range(2):
+                                row = block_m + warp_m * cfg["WM"] + i * 16 + g + 8 * h
+                                for e in range(2):
+                                    if row < M and col + e < N:
+                                        out[row, col + e] = acc[warp, lane, i, j, 2 * h + e]
+    return out
+
+
+def test_gemm_mma_source_holds_every_index_expression_the_emulation_copies():
+    missing = [s for s in MMA_SNIPPETS if s not in MMA_SRC]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("changes", [{}, {"BN": 64, "STAGES": 4, "WARPS_M": 4, "WARPS_N": 2},
+                                     {"BM": 64, "STAGES": 4, "WARPS_M": 1, "WARPS_N": 8}],
+                         ids=["128x128x32-s3", "128x64x32-s4", "64x128x32-s4"])
+def test_gemm_mma_emulated_in_numpy_matches_a_at_b(changes):
+    """Fragments, ldmatrix addresses (conflict-free, checked inside), swizzle, producer, pipeline and
+    epilogue, emulated for every block and warp at a shape with edges in M, N and K."""
+    import numpy as np
+    cfg = _mma_config(**changes)
+    rng = np.random.default_rng(0)
+    m, n, k = cfg["BM"] + 22, cfg["BN"] + 8, 3 * cfg["BK"] + 9     # 2 x 2 blocks, 4 slices, ragged edges
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    got = _emulate_gemm_mma(a, b, cfg)
+    assert not np.isnan(got).any(), "some outputs were never written"
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("bk, bn", [(32, 128), (32, 64), (64, 128), (32, 256)])
+def test_gemm_mma_swizzle_is_a_permutation_and_conflict_free(bk, bn):
+    cfg = _mma_config(BK=bk, BN=bn)
+    for chunks, swz in ((cfg["A_CHUNKS"], lambda r, c: _swz_a(r, c, cfg)), (cfg["B_CHUNKS"], _swz_b)):
+        rows = 64
+        # every (row, chunk) lands on a distinct chunk of the tile, inside its own row
+        slots = {r * chunks + swz(r, c) for r in range(rows) for c in range(chunks)}
+        assert slots == set(range(rows * chunks))
+        # the 8 rows an ldmatrix phase reads (same logical chunk, 8 consecutive rows from a multiple of 8)
+        # hit 8 distinct 16-byte bank groups
+        for r0 in range(0, rows, 8):
+            for c in range(chunks):
+                groups = {(r * chunks + swz(r, c)) % 8 for r in range(r0, r0 + 8)}
+                assert len(groups) == 8, (chunks, r0, c, groups)
+
+
+def test_gemm_mma_without_the_swizzle_would_conflict():
+    """The check inside _ldmatrix_x4 can fail: plain row-major rows of 128 halves collide 8 ways."""
+    import numpy as np
+    mem = np.zeros(32 * 128)
+    addrs = [(lane % 16) * 256 + (lane // 16) * 16 for lane in range(32)]
+    with pytest.raises(AssertionError, match="bank conflict"):
+        _ldmatrix_x4(mem, addrs, trans=True)
+
+
+def test_gemm_mma_producer_loads_every_element_of_both_tiles_exactly_once_per_stage():
+    for changes in ({}, {"BN": 64, "STAGES": 4, "WARPS_M": 4, "WARPS_N": 2}):
+        cfg = _mma_config(**changes)
+        for rows, chunks, swz in ((cfg["BM"], cfg["A_CHUNKS"], lambda r, c: _swz_a(r, c, cfg)),
+                                  (cfg["BK"], cfg["B_CHUNKS"], _swz_b)):
+            sources, slots = [], []
+            for tid in range(cfg["THREADS"]):
+                for i in range(tid, rows * chunks, cfg["THREADS"]):
+                    r, ch = i // chunks, i % chunks
+                    sources += [(r, ch * 8 + e) for e in range(8)]
+                    slots += [(r * chunks + swz(r, ch)) * 8 + e for e in range(8)]
+            assert sorted(sources) == [(r, c) for r in range(rows) for c in range(chunks * 8)]
+            assert sorted(slots) == list(range(rows * chunks * 8))
+
+
+def test_gemm_mma_pipeline_group_count_leaves_slice_t_landed():
+    """cp.async.wait_group STAGES-2 after STAGES-1+t commits: groups 0..t complete, slice t in group t."""
+    for stages in (3, 4):
+        for slices in (1, 2, 5, 9):
+            committed = stages - 1
+            for t in range(slices):
+                pending_allowed = stages - 2
+                complete = committed - pending_allowed
+                assert complete >= t + 1
+                committed += 1
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90"])
+def test_gemm_mma_compiles_without_spills_and_uses_mma_ldmatrix_cp_async(arch):
+    from grader.cuda.archs import by_name
+    from grader.notebooks.shipped import build_cuda
+    built = build_cuda("04_tensor_cores", "GEMM_MMA_SRC", MMA_SRC, by_name(arch))
+    assert built.ok, built.error
+    ptx = built.compiled.ptx
+    assert ptx.count("mma.sync.aligned.m16n8k16") >= 16 and "ldmatrix.sync.aligned.m8n8.x4.trans" in ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared" in ptx and "cp.async.cg.shared.global" in ptx
+    assert "cp.async.wait_group 1" in ptx
+    usage = built.usage["gemm_mma"]
+    assert usage.registers <= 255 and usage.spill_bytes == 0 and usage.stack == 0, usage
+    assert usage.static_shared <= 48 * 1024
+    assert not built.problems(by_name(arch))["gemm_mma"]
+
+
+def test_gemm_mma_is_refused_for_sm75_with_the_reason():
+    from grader.cuda.archs import by_name
+    from grader.notebooks.shipped import build_cuda
+    built = build_cuda("04_tensor_cores", "GEMM_MMA_SRC", MMA_SRC, by_name("sm_75"))
+    assert not built.ok and "cp.async" in built.error and "needs compute capability 8.0 or newer" in built.error
+
+
+def test_gemm_mma_tensor_core_check_passes_on_a_cpu(capsys):
+    ns = {}
+    cell = "".join(next(c for c in json.loads(SOLUTION.read_text())["cells"]
+                        if c["metadata"]["nbgrader"]["grade_id"] == "mma-solution")["source"])
+    exec("import numpy as np\nfrom grader import load_kernel\n" + cell, ns)
+    (listing,) = ch04.check_tensor_cores(ns["gemm_mma"], what="4c", verbose=False)
+    assert listing.name == "gemm_mma" and listing.tensor_core_instructions()
+
+
+def test_gemm_mma_exercise_reuses_exercise_4():
+    ex, base = ch04.MMA_GEMM, ch04.WMMA_GEMM
+    assert ex.key == "4c" and ch04.BAR_KEYS["4c"] == "4c"
+    for field in ("make_inputs", "make_output", "reference", "baseline", "tolerance", "visible_sizes",
+                  "speed_size", "requirements", "flops", "bytes_moved"):
+        assert getattr(ex, field) is getattr(base, field), field
+    from grader.harness.bars import load_table
+    assert "4c" in load_table()[0]
