@@ -8,6 +8,8 @@ writes, beside this script:
 - ch05_grouping.png: the first wave of programs in row-major and in grouped order, and the strips
   of A and B each must bring into L2
 - ch05_pipeline.png: what num_stages changes: loads of later K chunks in flight while tl.dot works
+- ch05_hopper.png: the Hopper rung: a few persistent programs walking the tile grid in grouped
+  order, and the path of a tile: global memory -> TMA -> shared memory -> wgmma -> TMA store
 """
 
 from __future__ import annotations
@@ -210,9 +212,68 @@ def draw_pipeline() -> plt.Figure:
     return fig
 
 
+PROGRAM_COLORS = ("#e1812c", "#3b75af", "#2a9d8f", "#b5589b", "#7a6a3a")
+
+
+def _persistent_panel(ax, grid_m: int, grid_n: int, group_m: int, programs: int) -> None:
+    """Each tile coloured by the program that computes it, labelled with the step it does so at."""
+    ax.set_xlim(-0.2, grid_n + 0.2)
+    ax.set_ylim(-1.9, grid_m + 1.3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    for tile in range(grid_m * grid_n):
+        i, j = grouped_tile_reference(tile, grid_m, grid_n, group_m)
+        prog, step = tile % programs, tile // programs
+        _box(ax, j, grid_m - 1 - i, 1, 1, PROGRAM_COLORS[prog], edge="white", lw=1.2)
+        ax.text(j + 0.5, grid_m - 0.5 - i, f"P{prog}\n#{step}", ha="center", va="center", fontsize=7.5,
+                color="white", weight="bold")
+    steps = -(-grid_m * grid_n // programs)
+    ax.text(grid_n / 2, grid_m + 0.35, f"{programs} programs (one per SM) on {grid_m} x {grid_n} tiles, GROUP_M = {group_m}",
+            ha="center", va="bottom", fontsize=10)
+    ax.text(grid_n / 2, -0.3,
+            f"program p computes tiles p, p + {programs}, p + {2 * programs}, ... of the grouped order:\n"
+            f"#s = its s-th tile. {steps} steps; at each, the programs work on neighbouring tiles,\n"
+            f"which share strips of A and B in L2; in the last, {grid_m * grid_n - (steps - 1) * programs} of the {programs} have a tile",
+            ha="center", va="top", fontsize=8.5)
+
+
+def _data_path_panel(ax) -> None:
+    """Where a tile's bytes go on Hopper, and who moves them."""
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.2, 10.7)
+    ax.axis("off")
+    stages = [("global memory (HBM, L2)\nA, B and C", 8.4, LIGHT),
+              ("TMA unit: one thread issues a copy of a whole\nBLOCK_M x BLOCK_K tile; addresses, bounds\n"
+               "and zero fill done in hardware", 6.3, "#d7e5f2"),
+              ("shared memory: a ring of num_stages buffers\nof A and B tiles (plus one C tile)", 4.2, A_PALE),
+              ("wgmma: 4 warps (a warpgroup) multiply from\nshared memory, asynchronously, into fp32\n"
+               "accumulators in registers", 2.1, "#f6d2b0"),
+              ("epilogue: fp16 tile to shared memory,\nthen a TMA store back to global memory", 0.0, B_PALE)]
+    for text, y, color in stages:
+        _box(ax, 0.6, y, 6.4, 1.55, color, edge="#555555", lw=0.8)
+        ax.text(3.8, y + 0.78, text, ha="center", va="center", fontsize=8.5)
+    for y0, y1 in ((8.4, 7.85), (6.3, 5.75), (4.2, 3.65), (2.1, 1.55)):
+        _arrow(ax, (3.8, y0), (3.8, y1), "#333333")
+    _arrow(ax, (7.0, 0.8), (8.6, 0.8), C_COLOR, style="-")
+    _arrow(ax, (8.6, 0.8), (8.6, 9.2), C_COLOR, style="-")
+    _arrow(ax, (8.6, 9.2), (7.0, 9.2), C_COLOR)
+    ax.text(8.75, 5.0, "C written once\nper tile", ha="left", va="center", fontsize=8, rotation=90)
+    ax.text(5.0, 10.65, "the path of one tile (registers never hold A or B)", ha="center", va="top", fontsize=10)
+
+
+def draw_hopper() -> plt.Figure:
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.8), gridspec_kw={"width_ratios": [1.25, 1]})
+    _persistent_panel(axes[0], 6, 8, 2, 5)
+    _data_path_panel(axes[1])
+    fig.suptitle("The Hopper rung: few programs that loop over tiles, and tiles that travel by TMA and wgmma",
+                 fontsize=11, y=0.99)
+    fig.tight_layout()
+    return fig
+
+
 def main() -> None:
     for name, draw in (("ch05_tiles.png", draw_tiles), ("ch05_grouping.png", draw_grouping),
-                       ("ch05_pipeline.png", draw_pipeline)):
+                       ("ch05_pipeline.png", draw_pipeline), ("ch05_hopper.png", draw_hopper)):
         fig = draw()
         path = HERE / name
         fig.savefig(path, dpi=DPI)

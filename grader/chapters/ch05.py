@@ -6,7 +6,9 @@ Exercises
 - 5.1  the grouped launch order, in Python: program id -> output tile (CPU-checkable)
 - 5a   `matmul(a, b, out)`: out = a @ b, fp16 in, fp32 accumulation, fp16 out. Speed bar vs
        `torch.mm` at 4096^3 (bars.toml "5a"); stretch "5a-stretch": split-K at a skinny shape,
-       reported, never graded
+       reported, never graded; the Hopper rung "5a-hopper": a persistent matmul that moves tiles with
+       TMA (tensor descriptors), timed at 4096^3 and 8192^3, reported, never graded, and only on GPUs
+       with TMA (compute capability 9.0 and later)
 - 5b   `matmul_bias_act(a, b, bias, out)`: out = gelu(a @ b + bias) with the tanh form of GELU,
        fp16, in one kernel. Speed bar vs torch eager (matmul, then bias, then GELU); torch.compile
        is reported for comparison, never graded
@@ -31,7 +33,7 @@ from ..cuda import archs
 from ..cuda.gpu import arch_here, gpu_info, gpu_or_reason, has_gpu
 from ..errors import CheckFailed
 from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, as_learner, check_correctness, check_speed,
-                                measure_speed, measure_version)
+                                check_stretch, measure_speed, measure_version)
 from ..harness.quiet import captured_stderr
 from ..harness.timing import bench
 
@@ -46,6 +48,10 @@ SPEED_SIZE_5B: Size = (8192, 8192, 1024)
 # The stretch goal's skinny shape: a 512 x 512 output is only 16 tiles of 128 x 128, far fewer than
 # the SMs of any data-centre GPU, while K is long enough to keep every SM busy if it were split.
 SPEED_SIZE_SPLIT_K: Size = (512, 512, 65536)
+
+# The Hopper rung is timed at two sizes, and its bar must hold at both: at 4096^3 one wave of a
+# persistent kernel is a few tiles per SM, at 8192^3 it is dozens, so the two test different things.
+SPEED_SIZES_HOPPER: tuple[Size, ...] = ((4096, 4096, 4096), (8192, 8192, 8192))
 
 # The Triton interpreter runs every block operation through NumPy: a few milliseconds per program
 # and K step. Above this much work (M*N*K) a size is skipped on a CPU, with a note.
@@ -152,8 +158,18 @@ SPLIT_K = replace(
     signature="matmul_splitk(a, b, out)", speed_size=lambda: SPEED_SIZE_SPLIT_K,
     speed_hint="split K among several programs per output tile, so that there are more programs than SMs.")
 
+# The Hopper rung: the same operation through TMA. A tensor descriptor needs the row stride of every
+# matrix to be a multiple of 16 bytes (K and N multiples of 8 in fp16), so its sizes all are.
+HOPPER = replace(
+    MATMUL, title="persistent TMA matmul", where="the code cell of the stretch goal (Hopper)",
+    signature="matmul_tma(a, b, out)", speed_size=lambda: SPEED_SIZES_HOPPER[0],
+    cpu_sizes=((64, 64, 64), (40, 24, 136), (130, 264, 72)),
+    speed_hint="one program per SM looping over tiles in the grouped order, A and B tiles loaded through "
+               "tensor descriptors (TMA), large tiles (128 x 256 x 64) with 3 or 4 stages and 8 warps.")
+HOPPER_SIZES = ((1, 8, 8), (40, 24, 136), (130, 264, 72), (512, 512, 512), (1000, 1024, 328), (384, 640, 1000))
+
 EXERCISES = (MATMUL, FUSED)
-BAR_KEYS = {"5a": "5a", "5a-stretch": "5a", "5b": "5b"}
+BAR_KEYS = {"5a": "5a", "5a-stretch": "5a", "5a-hopper": "5a", "5b": "5b"}
 # `ladder check --sanitize` runs memcheck only: Triton places shared memory and every barrier itself, so
 # racecheck and synccheck would test Triton rather than the learner (ask for them with --tool).
 SANITIZER_TOOLS = ("memcheck",)
@@ -185,8 +201,9 @@ def shared_memory_bytes(config, arch: archs.Arch) -> int:
     return pipeline_buffers(config, arch) * (kw["BLOCK_M"] * kw["BLOCK_K"] + kw["BLOCK_K"] * kw["BLOCK_N"]) * 2
 
 
-def configs_that_fit(configs: list) -> list:
-    """The autotuning configurations whose shared memory fits this GPU's limit per block.
+def configs_that_fit(configs: list, need: Callable = shared_memory_bytes) -> list:
+    """The autotuning configurations whose shared memory (`need(config, arch)`) fits this GPU's limit
+    per block.
 
     Without a GPU (Triton's interpreter: nothing to time) only the first. A configuration that does
     not fit would fail to launch ("out of resources"); leaving it out saves compiling it. If none
@@ -194,8 +211,32 @@ def configs_that_fit(configs: list) -> list:
     arch = arch_here()
     if arch is None:
         return list(configs[:1])
-    fits = [c for c in configs if shared_memory_bytes(c, arch) <= arch.max_shared_per_block]
-    return fits or [min(configs, key=lambda c: shared_memory_bytes(c, arch))]
+    fits = [c for c in configs if need(c, arch) <= arch.max_shared_per_block]
+    return fits or [min(configs, key=lambda c: need(c, arch))]
+
+
+def tma_shared_memory_bytes(config, arch: archs.Arch | None = None) -> int:
+    """The shared memory of a configuration of the Hopper rung on sm_90: `num_stages` buffers of an A
+    and a B tile, the staging tile the TMA store copies C from (half the output tile with
+    SPLIT_STORE), and an 8-byte barrier per stage (it says when that stage's copies have landed).
+    Equal to what Triton 3.6 and 3.9 compile for sm_90 (tests/chapters/test_ch05.py). `arch` is there
+    for `configs_that_fit`, which passes one: only sm_90 and later launch this kernel."""
+    kw = config.kwargs
+    store_n = kw["BLOCK_N"] // 2 if kw.get("SPLIT_STORE") else kw["BLOCK_N"]
+    tiles = config.num_stages * (kw["BLOCK_M"] * kw["BLOCK_K"] + kw["BLOCK_K"] * kw["BLOCK_N"]) + kw["BLOCK_M"] * store_n
+    return tiles * 2 + 8 * config.num_stages
+
+
+def tma_configs_that_fit(configs: list) -> list:
+    """`configs_that_fit` for the Hopper rung. On a GPU without TMA the rung is never launched (its
+    check says so and stops), so the last configuration, the smallest, is kept only so that the kernel
+    can be compiled for that GPU (tests/cuda/test_cross_arch.py does, for every architecture)."""
+    arch = arch_here()
+    if arch is not None and arch.capability < (9, 0):
+        # By compute capability, not the TMA probe: this runs when the solution cell is executed, and
+        # a probe compile there would cost a second on every GPU for a rung most never launch.
+        return list(configs[-1:])
+    return configs_that_fit(configs, tma_shared_memory_bytes)
 
 
 def show_configs(configs: list) -> None:
@@ -259,6 +300,7 @@ def solution_launches(ns: dict, device: str = "meta") -> list[Callable[[], objec
         lambda: ns["matmul"](*_matmul_args(SPEED_SIZE_5A, device)),
         lambda: ns["matmul_bias_act"](*_fused_args(SPEED_SIZE_5B, device)),
         lambda: ns["matmul_splitk"](*_matmul_args(SPEED_SIZE_SPLIT_K, device)),
+        lambda: ns["matmul_tma"](*_matmul_args(SPEED_SIZES_HOPPER[0], device)),
     ]
 
 
@@ -333,6 +375,77 @@ def check_matmul_stretch(matmul_splitk, matmul=None) -> SpeedResult | None:
         print(f"  your 5a kernel at the same shape: {plain.ms:.3f} ms, {plain.speedup:.2f}x torch.mm, "
               f"{plain.rate():.1f} TFLOP/s")
     return result
+
+
+def _tma_or_reason() -> str | None:
+    """None when this GPU has TMA; otherwise what the Hopper rung's check prints instead of running."""
+    from ..cuda.capabilities import find
+
+    arch = arch_here()
+    info = gpu_info()
+    try:
+        finding = find("TMA", arch)
+    except Exception as exc:  # noqa: BLE001 - no compiler to probe with: fall back on the architecture
+        present, evidence = arch.capability >= (9, 0), f"(the TMA probe could not compile here: {exc})"
+    else:
+        present, evidence = finding.present, finding.evidence
+    if present:
+        return None
+    name = f"{info.name}, " if info else ""
+    major, minor = arch.capability
+    return (f"The Hopper rung needs TMA (sm_90+): your GPU is {name}{arch.name} (compute capability "
+            f"{major}.{minor}). {evidence}. Skipped: nothing was run.")
+
+
+def interpreter_runs_tma() -> tuple[bool, str]:
+    """Whether this Triton's CPU interpreter can run the Hopper rung's kernel. Triton 3.9's can (tensor
+    descriptors included); Triton 3.6's cannot run a loop whose bounds depend on the program id, which a
+    persistent kernel's tile loop does. Versions between were not tried, so they are not assumed to."""
+    import triton
+
+    version = tuple(int(p) for p in triton.__version__.split(".")[:2] if p.isdigit())
+    if version >= (3, 9):
+        return True, ""
+    return False, (f"not checkable in the interpreter of Triton {triton.__version__}: it cannot run a loop whose "
+                   "bounds depend on the program id (Triton 3.9's can); a GPU with TMA checks it")
+
+
+def check_matmul_hopper(matmul_tma, matmul=None) -> tuple[SpeedResult, ...] | None:
+    """The Hopper rung: correct on shapes a tensor descriptor allows, then timed against torch.mm at
+    4096^3 and at 8192^3 (bar "5a-hopper", reported, never graded; it must hold at both). With `matmul`,
+    your 5a kernel is timed at both sizes too. On a GPU without TMA it prints why and runs nothing; with
+    no GPU it checks correctness in Triton's interpreter where that can run it. Never raises for a
+    missing GPU or TMA, or for not being attempted, so that "Run All" carries on."""
+    fn = as_learner(matmul_tma)
+    if not has_gpu():
+        runs, why = interpreter_runs_tma()
+        if not runs:
+            print(f"{gpu_or_reason()[1]}: the Hopper rung is {why}.")
+            return None
+        try:
+            check_correctness(HOPPER, fn, HOPPER.cpu_sizes, trials=1)
+        except NotImplementedError:
+            print("Stretch goal not attempted yet: write matmul_tma and matmul_tma_kernel above to try it.")
+            return None
+        print(f"{gpu_or_reason()[1]}: the Hopper rung's speed is not measured here.")
+        return None
+    reason = _tma_or_reason()
+    if reason is not None:
+        print(reason)
+        return None
+    first = check_stretch(HOPPER, fn, "5a-hopper", HOPPER_SIZES, "matmul_tma and matmul_tma_kernel")
+    if first is None:
+        return None
+    results = (first, *(check_speed(HOPPER, fn, "5a-hopper", size=s) for s in SPEED_SIZES_HOPPER[1:]))
+    met = all(r.passed for r in results)
+    print("5a-hopper: " + ", ".join(f"{r.speedup:.2f}x torch.mm at {r.size}" for r in results)
+          + f": the bar ({results[0].bar:.2f}x) is {'met at every size' if met else 'not met at every size'}")
+    if matmul is not None:
+        for size in SPEED_SIZES_HOPPER:
+            plain = measure_speed(HOPPER, matmul, "5a-hopper", size=size)
+            print(f"  your 5a kernel at {_describe(size)}: {plain.ms:.3f} ms, {plain.speedup:.2f}x torch.mm, "
+                  f"{plain.rate():.1f} TFLOP/s")
+    return results
 
 
 def compare_unfused(matmul) -> SpeedResult | None:

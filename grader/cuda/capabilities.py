@@ -9,6 +9,9 @@ Each capability is a small probe kernel compiled for the architecture and a look
 - "WMMA": CUDA C's `wmma::mma_sync` (chapter 4) compiles through NVRTC to tensor-core instructions.
 - "cp.async": the asynchronous copy to shared memory (chapter 4's stretch goal) assembles; ptxas
   refuses it below sm_80.
+- "TMA": a Triton kernel that loads and stores through tensor descriptors (chapter 5's Hopper rung)
+  compiles to the Tensor Memory Accelerator's bulk tensor copies (`cp.async.bulk.tensor`). Below
+  sm_90 Triton still compiles it, but turns the descriptors into ordinary loads and stores.
 
 A probe takes a second or so (Triton's own cache makes it faster the next time) and is cached for the
 process. No GPU is needed.
@@ -87,6 +90,47 @@ def _tl_dot_kernel():
     return ladder_tl_dot_probe
 
 
+_TMA_SHAPE = (64, 64)
+
+
+def _probe_tma(arch: Arch) -> tuple[bool, str]:
+    # Probed by compiling, like tl.dot: Triton accepts a descriptor kernel for every architecture (it
+    # lowers descriptors to pointer loads where there is no TMA), so only the PTX says which it did.
+    import torch
+    import triton
+
+    from . import crosscompile
+
+    kernel = _tma_kernel()
+    rows, cols = _TMA_SHAPE
+    x = torch.empty(rows, cols, dtype=torch.float16, device="meta")
+    y = torch.empty(rows, cols, dtype=torch.float16, device="meta")
+    (launch,) = crosscompile.record(lambda: kernel[(1,)](x, y, rows, cols, BR=rows, BC=cols))
+    (built,) = crosscompile.build(launch, arch)
+    copies = built.ptx.count("cp.async.bulk.tensor")
+    where = f"Triton {triton.__version__} compiles a tensor-descriptor copy ({rows}x{cols} fp16) for {arch.name}"
+    if copies:
+        return True, f"{where} to {copies} cp.async.bulk.tensor (TMA) in the PTX"
+    return False, f"{where} to ordinary loads and stores: no cp.async.bulk.tensor in the PTX"
+
+
+@lru_cache(maxsize=1)
+def _tma_kernel():
+    import triton
+    import triton.language as tl
+
+    from .crosscompile import quiet_triton
+
+    with quiet_triton():
+        @triton.jit
+        def ladder_tma_probe(x_ptr, y_ptr, R, C, BR: tl.constexpr, BC: tl.constexpr):
+            src = tl.make_tensor_descriptor(x_ptr, shape=[R, C], strides=[C, 1], block_shape=[BR, BC])
+            dst = tl.make_tensor_descriptor(y_ptr, shape=[R, C], strides=[C, 1], block_shape=[BR, BC])
+            dst.store([0, 0], src.load([0, 0]))
+
+    return ladder_tma_probe
+
+
 _WMMA_PROBE = """#include <mma.h>
 using namespace nvcuda;
 extern "C" __global__ void ladder_wmma_probe(const half* a, const half* b, float* c)
@@ -151,6 +195,9 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
                consequence="a WMMA kernel does not compile"),
     Capability("cp.async", "cp.async (asynchronous copies from global to shared memory)", _probe_cp_async,
                without="cannot run", consequence="a kernel that uses cp.async does not compile"),
+    Capability("TMA", "TMA (the Tensor Memory Accelerator: bulk tensor copies through tensor descriptors)",
+               _probe_tma, without="cannot run",
+               consequence="a kernel written for TMA runs there only as ordinary loads, so its check is skipped"),
 )}
 
 

@@ -6,6 +6,7 @@ import math
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -269,6 +270,24 @@ outcome("stub-speed", lambda: ch05.check_matmul_speed(ns["matmul"]))
 kernel_only = stubbed(source, regions=1)
 run_cell(kernel_only, ns, "/tmp/kernel-ladder/ch05/kernel_stub.py")
 outcome("kernel-stub", lambda: ch05.check_matmul(ns["matmul"]))
+
+# The Hopper rung: its solution in the interpreter (Triton 3.9's runs tensor descriptors), what the
+# check prints without a GPU, a shape TMA cannot copy, and its released stub.
+import contextlib, io
+hop = launchers("ch05", "correct", ["matmul-solution", "hopper-solution"])
+outcome("hopper", lambda: ch05.check_correctness(ch05.HOPPER, hop["matmul_tma"],
+                                                 list(ch05.HOPPER.cpu_sizes) + [(1, 8, 8), (200, 16, 40)], trials=1))
+def printed(fn):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        returned = fn()
+    assert returned is None, returned
+    return buf.getvalue()
+out["hopper-check"] = printed(lambda: ch05.check_matmul_hopper(hop["matmul_tma"]))
+outcome("hopper-misaligned", lambda: ch05.check_correctness(ch05.HOPPER, hop["matmul_tma"], [(8, 8, 10)], trials=1))
+hop_stub = dict(launchers("ch05", "stub", ["matmul-solution"]))
+run_cell(stubbed(_solution_sources("05_triton_matmul")["hopper-solution"]), hop_stub, "/tmp/kernel-ladder/ch05/hopper_stub.py")
+out["hopper-stub"] = printed(lambda: ch05.check_matmul_hopper(hop_stub["matmul_tma"]))
 print("RESULTS " + json.dumps(out))
 """
 
@@ -303,6 +322,98 @@ def test_wrong_kernels_fail_with_the_first_wrong_element(interpreted, case):
                                         ("kernel-stub", "write `matmul(a, b, out)` and its kernel")])
 def test_stubs_are_not_written_yet_in_the_interpreter(interpreted, case, what):
     assert interpreted[case].startswith("NotImplementedYet: exercise 5a") and what in interpreted[case]
+
+
+def test_the_hopper_rung_is_correct_in_the_interpreter_and_reports_no_gpu_for_speed(interpreted):
+    assert interpreted["hopper"] == "pass", interpreted["hopper"]
+    said = interpreted["hopper-check"]
+    assert "✓ 5a persistent TMA matmul: correct" in said and "the Hopper rung's speed is not measured here" in said
+
+
+def test_the_hopper_launcher_refuses_a_shape_tma_cannot_copy_with_the_reason(interpreted):
+    said = interpreted["hopper-misaligned"]
+    assert said.startswith("CheckFailed") and "K and N must be multiples of 8" in said, said
+
+
+def test_the_hopper_stub_is_not_attempted_yet(interpreted):
+    assert "Stretch goal not attempted yet: write matmul_tma and matmul_tma_kernel" in interpreted["hopper-stub"]
+
+
+def test_without_tma_the_hopper_check_says_why_and_runs_nothing(monkeypatch, capsys):
+    """A GPU before compute capability 9.0: the TMA probe (compiled for its architecture) says no, the
+    check prints the GPU and returns None, and the learner's launcher is never called."""
+    from grader.cuda import archs
+
+    monkeypatch.setattr(ch05, "has_gpu", lambda: True)
+    monkeypatch.setattr(ch05, "arch_here", lambda: archs.by_name("sm_89"))
+    monkeypatch.setattr(ch05, "gpu_info", lambda: SimpleNamespace(name="NVIDIA GeForce RTX 4090"))
+
+    def launcher(a, b, out):
+        raise AssertionError("launched on a GPU without TMA")
+    assert ch05.check_matmul_hopper(launcher) is None
+    said = capsys.readouterr().out
+    assert ("The Hopper rung needs TMA (sm_90+): your GPU is NVIDIA GeForce RTX 4090, sm_89 (compute capability "
+            "8.9)") in said and "no cp.async.bulk.tensor in the PTX" in said and "nothing was run" in said
+
+
+def test_an_interpreter_that_cannot_run_the_persistent_loop_is_said_so(monkeypatch, capsys):
+    monkeypatch.setenv("LADDER_FORCE_NO_GPU", "1")
+    monkeypatch.setattr(triton, "__version__", "3.6.0")
+    assert ch05.check_matmul_hopper(lambda a, b, out: None) is None
+    assert "not checkable in the interpreter of Triton 3.6.0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("arch, present", [("sm_80", False), ("sm_86", False), ("sm_89", False), ("sm_90", True)])
+def test_the_tma_capability_is_found_by_compiling_for_the_architecture(arch, present):
+    from grader.cuda.capabilities import find
+
+    finding = find("TMA", arch)
+    assert finding.present is present, finding.evidence
+    assert ("cp.async.bulk.tensor (TMA) in the PTX" if present else "no cp.async.bulk.tensor") in finding.evidence
+
+
+def test_the_hopper_configurations_kept_fit_227_kib_and_only_one_is_compiled_without_tma(monkeypatch):
+    from grader.cuda import archs
+    from grader.notebooks import shipped
+
+    monkeypatch.setenv("LADDER_FORCE_NO_GPU", "1")
+    hopper = archs.by_name("sm_90")
+    ns = shipped.solution_namespace("ch05", NOTEBOOK, hopper)
+    configs, kept = ns["TMA_CONFIGS"], ns["TUNED_TMA_CONFIGS"]
+    assert len(configs) <= 6 and kept == configs
+    assert all(ch05.tma_shared_memory_bytes(c) <= hopper.max_shared_per_block for c in configs)
+    assert ch05.tma_configs_that_fit(configs) == configs[:1], "no GPU: the interpreter gets the first only"
+    for name in ("sm_75", "sm_80", "sm_86", "sm_89"):
+        with archs.targeting(archs.by_name(name)):
+            assert ch05.tma_configs_that_fit(configs) == configs[-1:], name
+
+
+@pytest.mark.slow
+def test_the_hopper_kernel_compiles_for_sm90_to_tma_copies_and_wgmma_in_the_counted_shared_memory():
+    """Every configuration of the Hopper rung, cross-compiled for sm_90 from the solution's own launch:
+    TMA loads and stores (cp.async.bulk.tensor in the PTX, async TMA copies in the TTGIR), wgmma, the
+    shared memory ch05.tma_shared_memory_bytes counts (the text quotes 208 and 224 KiB), and a launch
+    within sm_90's limits."""
+    from grader.cuda import archs, crosscompile
+    from grader.notebooks import shipped
+
+    hopper = archs.by_name("sm_90")
+    recorded = shipped.record_solution("ch05", NOTEBOOK, hopper)
+    (launch,) = [l for l in recorded.launches if l.name == "matmul_tma_kernel"]
+    assert launch.configs == tuple(recorded.namespace["TMA_CONFIGS"])
+    shared = {}
+    for label, kwargs in launch.variants():
+        with crosscompile.quiet_triton():
+            compiled = crosscompile.compile_kernel(launch.kernel, launch.args, kwargs, hopper)
+        ptx, ttgir = compiled.asm["ptx"], compiled.asm["ttgir"]
+        assert "cp.async.bulk.tensor" in ptx and "wgmma.mma_async" in ptx and "mma.sync" not in ptx, label
+        assert "async_tma_copy_global_to_local" in ttgir and "async_tma_copy_local_to_global" in ttgir, label
+        shared[label] = compiled.metadata.shared
+    builds = crosscompile.build(launch, hopper)
+    for config, build in zip(launch.configs, builds):
+        assert build.shared == ch05.tma_shared_memory_bytes(config), (build.variant, build.shared)
+        assert not build.problems(hopper), (build.variant, build.problems(hopper))
+    assert sorted({b.shared // 1024 for b in builds if b.shared >= 200 * 1024}) == [208, 224]
 
 
 # ------------------------------------------------------------------ notebooks through ladder check
