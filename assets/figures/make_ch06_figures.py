@@ -1,4 +1,4 @@
-"""Draw chapter 6's three figures.
+"""Draw chapter 6's four figures.
 
     python assets/figures/make_ch06_figures.py
 
@@ -6,6 +6,7 @@ writes, beside this script:
 - ch06_naive.png: naive attention's data flow, with the two N x N matrices it keeps in GPU memory
 - ch06_online_softmax.png: one row of scores read a tile at a time: running max, running sum, rescaling
 - ch06_tiling.png: which score tiles one program computes, and which a causal kernel masks or skips
+- ch06_backward.png: the tiles of P each backward kernel recomputes: dK/dV walks down a column, dQ along a row
 """
 
 from __future__ import annotations
@@ -178,9 +179,52 @@ def draw_tiling() -> plt.Figure:
     return fig
 
 
+def draw_backward() -> plt.Figure:
+    """Exercise 6b: the N x N matrix of P in square tiles, causal. Left: the dK/dV kernel, one program per
+    key tile (a column), walking down the query tiles that can see it. Right: the dQ kernel, one program
+    per query tile (a row), walking along the key tiles it can see. Both skip the tiles after the diagonal."""
+    t = 8
+    fig, axes = plt.subplots(1, 2, figsize=(12, 6.6))
+    for ax, kind in zip(axes, ("dkdv", "dq")):
+        ax.set_xlim(-2.2, t + 0.4)
+        ax.set_ylim(t + 2.6, -1.4)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        for i in range(t):
+            for j in range(t):
+                mine = (kind == "dkdv" and j == 3) or (kind == "dq" and i == 5)
+                if j > i:
+                    face = SKIP
+                elif mine:
+                    face = ONCHIP if j < i else MASKED
+                else:
+                    face = "white"
+                _box(ax, j, i, 1, 1, face, lw=0.6, edge="#555555")
+            ax.text(-0.3, i + 0.5, f"Q tile {i}", ha="right", va="center", fontsize=8.5)
+        ax.plot([0, t], [0, t], color="#c0392b", linewidth=2)
+        ax.text(t / 2, -0.6, "key tiles  →", ha="center", fontsize=9.5)
+        if kind == "dkdv":
+            _arrow(ax, (3.5, 3.1), (3.5, t - 0.1), color="#1f5f8b", lw=2)
+            ax.set_title("attention_bwd_dkdv: one program per key tile\nwalks down the query tiles that see it",
+                         fontsize=11)
+            note = ("keeps dK, dV of its keys in registers;\nper step: S^T, P^T = exp(S^T - L), dV += P^T dO,\n"
+                    "dP^T = V dO^T, dS^T, dK += dS^T Q")
+        else:
+            _arrow(ax, (0.1, 5.5), (5.9, 5.5), color="#1f5f8b", lw=2)
+            ax.set_title("attention_bwd_dq: one program per query tile\nwalks along the key tiles it sees",
+                         fontsize=11)
+            note = "keeps dQ of its queries in registers;\nper step: S, P = exp(S - L), dP = dO V^T,\ndS, dQ += dS K"
+        ax.text(t / 2, t + 0.4, note, ha="center", va="top", fontsize=9.5, color="#1f5f8b")
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor="#555555") for c in (ONCHIP, MASKED, SKIP)]
+    fig.legend(handles, ["recomputed by the program: every score visible", "on the diagonal: recomputed, the causal mask needed",
+                         "after the diagonal: skipped"], loc="lower center", ncol=3, fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig
+
+
 def main() -> None:
     for name, draw in (("ch06_naive.png", draw_naive), ("ch06_online_softmax.png", draw_online_softmax),
-                       ("ch06_tiling.png", draw_tiling)):
+                       ("ch06_tiling.png", draw_tiling), ("ch06_backward.png", draw_backward)):
         fig = draw()
         fig.savefig(HERE / name, dpi=DPI)
         plt.close(fig)

@@ -10,8 +10,14 @@ Exercises
             on extra memory that grows like N, not N^2
 - 6-causal  the same launcher with causal=True must run faster than with causal=False: a kernel that
             skips the key tiles above the diagonal does about half the work (bars.toml "6-causal")
-- stretches speed against torch SDPA ("6-stretch", reported only), and the backward pass, checked
-            against autograd of naive attention in float64 (correctness only)
+- 6b        the backward pass: `attention_forward(q, k, v, out, lse, causal)` (the forward, also saving the
+            rows' log-sum-exp) and `attention_backward(q, k, v, out, lse, dout, dq, dk, dv, causal)` (dq, dk,
+            dv in Triton, P recomputed tile by tile from lse), composed by the notebook's autograd Function.
+            Graded on correctness against float64 autograd (visible and hidden shapes, D = 16 to 128, causal
+            and not), torch.autograd.gradcheck in float64, O(N) extra memory, and speed against autograd's
+            backward through naive attention (bars.toml "6b"; SDPA's backward reported)
+- stretches speed against torch SDPA ("6-stretch", reported only), and a tuned forward against SDPA at
+            D = 64 and 128, causal and not ("6-stretch-fast", reported only)
 
 The grader calls launchers as `fn(*inputs, out)`, so each exercise binds `causal` to the learner's
 `attention` with a small wrapper (`bind`). Every tensor the grader passes is contiguous. Without a
@@ -44,6 +50,9 @@ from ..harness.exercise import (
     check_speed,
     counted_launch,
     launch,
+    learner_for,
+    not_written_yet,
+    require_kernel_does_work,
     with_stderr,
 )
 from ..harness.quiet import captured_stderr
@@ -176,7 +185,7 @@ def _exercise(causal: bool) -> Exercise:
 ATTENTION = _exercise(causal=False)
 CAUSAL = _exercise(causal=True)
 EXERCISES = (ATTENTION, CAUSAL)
-BAR_KEYS = {"6": "6", "6-causal": "6-causal", "6-stretch": "6"}
+BAR_KEYS = {"6": "6", "6-causal": "6-causal", "6-stretch": "6", "6-stretch-fast": "6", "6b": "6b"}
 _SANITIZE_SIZES = ((1, 1, 1, 64), (1, 2, 100, 64), (2, 1, 77, 128), (1, 1, 129, 64))
 # `ladder check --sanitize` runs memcheck only: Triton places shared memory and every barrier itself, so
 # racecheck and synccheck would test Triton rather than the learner (ask for them with --tool).
@@ -194,7 +203,8 @@ HIDDEN_SIZES = ((1, 1, 1, 64), (1, 1, 2, 128), (3, 5, 17, 64), (1, 2, 129, 128),
 
 def solution_launches(ns: dict, device: str = "meta") -> list[Callable[[], object]]:
     """Calls that reach every Triton kernel the solution notebook defines (`ns`: its cells run): the
-    forward pass at the timing shape with D = 64 and D = 128, causal and not, and the backward pass:
+    forward pass at the timing shape with D = 64 and D = 128, causal and not (and the tuned forward of
+    stretch goal 1b), and the backward pass of exercise 6b with its forward:
     grader/notebooks/shipped.py records their launches and compiles each one for other architectures.
     Meta tensors: nothing is allocated or run."""
     calls = []
@@ -202,9 +212,16 @@ def solution_launches(ns: dict, device: str = "meta") -> list[Callable[[], objec
         q, k, v = make_inputs((*SPEED_SIZE[:3], d), torch.Generator(), device)
         for causal in (False, True):
             calls.append(lambda q=q, k=k, v=v, causal=causal: ns["attention"](q, k, v, torch.empty_like(q), causal))
-            if d == 64:
+            if "attention_fast" in ns:   # stretch goal 1b, autotuned: every configuration is compiled
+                calls.append(lambda q=q, k=k, v=v, causal=causal:
+                             ns["attention_fast"](q, k, v, torch.empty_like(q), causal))
+            if d == 64:   # exercise 6b: the forward with lse, then the backward
+                lse = torch.empty(q.shape[:3], device=device, dtype=torch.float32)
                 grads = [torch.empty_like(q) for _ in range(5)]   # out, dout, dq, dk, dv
-                calls.append(lambda q=q, k=k, v=v, g=grads, causal=causal: ns["attention_backward"](q, k, v, *g, causal))
+                calls.append(lambda q=q, k=k, v=v, g=grads, lse=lse, causal=causal:
+                             ns["attention_forward"](q, k, v, g[0], lse, causal))
+                calls.append(lambda q=q, k=k, v=v, g=grads, lse=lse, causal=causal:
+                             ns["attention_backward"](q, k, v, g[0], lse, *g[1:], causal))
     return calls
 
 
@@ -566,57 +583,469 @@ def check_attention_stretch(attention) -> SpeedResult | None:
     return None
 
 
-BACKWARD_SIZES = ((1, 2, 128, 64), (2, 2, 1000, 64), (1, 1, 1024, 128), (1, 3, 77, 128))
-BACKWARD_CPU_SIZES = ((1, 2, 64, 64), (1, 1, 100, 64), (1, 1, 33, 128))
-BACKWARD_TOLERANCE = 1e-2   # of the largest |gradient|: fp16 operands, fp32 sums over up to N terms
+# The tuned forward (stretch goal 1b): against torch SDPA at D = 64 and 128, causal and not, bar
+# "6-stretch-fast", reported only.
+FAST_CASES = ((64, False), (64, True), (128, False), (128, True))
 
 
-def backward_reference(q, k, v, dout, causal):
-    """dq, dk, dv of naive attention by torch autograd, in float64."""
-    q, k, v = (t.detach().double().requires_grad_() for t in (q, k, v))
-    n, d = q.shape[-2], q.shape[-1]
-    s = (q @ k.transpose(-2, -1)) / math.sqrt(d)
-    if causal:
-        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
-    o = torch.softmax(s, dim=-1) @ v
-    return torch.autograd.grad(o, (q, k, v), dout.double())
+def fast_configs(configs: list) -> list:
+    """The autotuning configurations for the tuned forward: without a GPU (the interpreter: nothing to time)
+    only the first; on a GPU those whose tiles fit its shared memory per block, or the smallest if none
+    does. The count is an upper bound at D = 128, fp16: the Q tile and a K and a V tile for each stage
+    (Triton 3.9 compiles every configuration of the solution to at most this for sm_75 to sm_90,
+    tests/cuda/test_cross_arch.py)."""
+    arch = arch_here()
+    if arch is None:
+        return list(configs[:1])
+
+    def need(c, d=128):
+        kw = c.kwargs
+        return 2 * d * (kw["BLOCK_M"] + 2 * kw["BLOCK_N"] * c.num_stages)
+
+    fits = [c for c in configs if need(c) <= arch.max_shared_per_block]
+    return fits or [min(configs, key=need)]
 
 
-def check_attention_backward(attention_backward, sizes=None) -> bool | None:
-    """Stretch: `attention_backward(q, k, v, out, dout, dq, dk, dv, causal)` against autograd, in float64.
+def fast_exercise(d: int, causal: bool) -> Exercise:
+    """Exercise 6 (causal or not) at head dimension d, timed against torch SDPA (causal or not)."""
+    base = CAUSAL if causal else ATTENTION
+    return dataclasses.replace(
+        base, key="6-stretch-fast", title=f"tuned attention forward, D={d}, {'causal' if causal else 'non-causal'}",
+        baseline=lambda q, k, v, out: sdpa(causal)(q, k, v), baseline_name="torch SDPA",
+        speed_size=lambda: _speed_size()[:3] + (d,), others={}, requirements=())
 
-    Correctness only, never graded; not attempted yet is not an error."""
-    dev = "cuda" if gpu_or_reason()[0] else "cpu"
-    sizes = sizes or (BACKWARD_SIZES if dev == "cuda" else BACKWARD_CPU_SIZES)
-    checked = 0
+
+def check_attention_fast(attention_fast) -> list | None:
+    """Stretch 1b: the tuned forward, correct (causal and not) and then timed against torch SDPA at D = 64
+    and 128, causal and not (bar 6-stretch-fast, reported only). Never stops Run All."""
     try:
-        with captured_stderr():
-            for size in sizes:
-                for causal in (False, True):
-                    _one_backward(attention_backward, size, causal, dev)
-                    checked += 1
+        check_attention(attention_fast, sizes=[(1, 2, 100, 64), (2, 1, 77, 128)] if not gpu_or_reason()[0] else None,
+                        trials=1)
     except NotImplementedError:
-        print("Stretch goal not attempted yet: write `attention_backward` and its kernels above to try it.")
+        print("Stretch goal not attempted yet: write `attention_fast` and its kernel above to try it.")
         return None
-    print(f"✓ backward pass: dq, dk and dv match autograd of naive attention (float64) on {checked} cases, "
-          f"causal and not ({', '.join(describe(s) for s in sizes)}; on {'the GPU' if dev == 'cuda' else 'the CPU'})")
-    return True
+    results = []
+    for d, causal in FAST_CASES:
+        try:
+            results.append(check_speed(fast_exercise(d, causal), bind(attention_fast, causal), "6-stretch-fast"))
+        except NoGPUError as exc:
+            print(f"Stretch goal not measured: {exc}")
+            return None
+    return results
 
 
-def _one_backward(attention_backward, size, causal, dev):
+# ------------------------------------------------------------------ exercise 6b: the backward pass
+
+# The learner's two launchers (the autograd Function in the notebook is built from them):
+#   attention_forward(q, k, v, out, lse, causal)                  out, and lse[b, h, i] = log sum_j exp(s_ij)
+#   attention_backward(q, k, v, out, lse, dout, dq, dk, dv, causal)
+# q, k, v, out, dout, dq, dk, dv: (B, H, N, D), fp16 (fp64 for the gradient check); lse: (B, H, N), fp32
+# (fp64 for fp64 inputs), natural-log units. The backward is graded on its own, fed the exact out and lse
+# (float64 attention rounded to the inputs' dtype), so that a forward error never shows up as a backward one;
+# the forward's lse is checked in the gradient-check cell, with the two launchers composed by autograd.
+BACKWARD_VISIBLE = ((2, 3, 128, 64), (1, 2, 1000, 64), (1, 2, 1024, 128), (2, 2, 333, 32))
+BACKWARD_CPU_SIZES = ((1, 2, 64, 64), (1, 1, 100, 32), (1, 1, 33, 128), (2, 1, 40, 16))
+BACKWARD_HIDDEN = ((1, 1, 1, 64), (1, 1, 2, 128), (3, 5, 17, 16), (1, 2, 129, 32), (2, 2, 255, 64),
+                   (1, 3, 1001, 128), (2, 1, 4097, 64), (1, 1, 4096, 128))
+GRADCHECK_SIZES = ((1, 2, 5, 16), (1, 1, 40, 32))
+BACKWARD_BYTES_PER_SCORE = 20   # naive autograd: fp16 S and P, fp32 P kept, then fp16 dP and fp32 dS, dP
+# Each gradient against float64 autograd: |got - want| <= T * (max(max|want|, max|dv|) + |want|). The fp16 solution's
+# arithmetic (P and dS rounded to fp16 for the tensor-core products, fp32 sums, fp16 result) reaches at
+# most 1.1e-3 of it at N = 1000-4097, D = 64 and 128, causal and not (a torch emulation of it, on the
+# shifted inputs of `make_inputs`), and 2.2e-3 at the small CPU sizes through Triton's interpreter;
+# T = 5e-3 leaves twice that. A missing delta, scale or causal mask errs by O(1) of the largest gradient.
+BACKWARD_TOLERANCE = 5e-3
+
+
+def lse_reference(q, k, causal=False, chunk_bytes=64 << 20):
+    """log sum_j exp(q_i . k_j / sqrt(D)) for every row, in the inputs' precision, a block of rows at a time."""
+    b, h, n, d = q.shape
+    lse = torch.empty((b, h, n), dtype=q.dtype, device=q.device)
+    rows = max(1, chunk_bytes // (q.element_size() * b * h * n))
+    keys = torch.arange(n, device=q.device)
+    for i0 in range(0, n, rows):
+        i1 = min(n, i0 + rows)
+        s = (q[:, :, i0:i1] @ k.transpose(-2, -1)) / math.sqrt(d)
+        if causal:
+            s.masked_fill_(keys[None, :] > torch.arange(i0, i1, device=q.device)[:, None], float("-inf"))
+        lse[:, :, i0:i1] = torch.logsumexp(s, dim=-1)
+    return lse
+
+
+def backward_reference(q, k, v, dout, causal, chunk_bytes=1 << 30):
+    """dq, dk, dv of naive attention by torch autograd, in float64, a few (batch, head) pairs at a time so
+    that the N x N intermediates of one group stay near chunk_bytes."""
+    b, h, n, d = q.shape
+    flat = [t.detach().double().reshape(b * h, n, d) for t in (q, k, v, dout)]
+    grads = [torch.empty_like(flat[0]) for _ in range(3)]
+    heads = max(1, chunk_bytes // (8 * 6 * n * n))
+    mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1) if causal else None
+    with torch.enable_grad():   # also where autograd switched it off (inside a Function's backward)
+        for j0 in range(0, b * h, heads):
+            qc, kc, vc = (t[j0:j0 + heads].clone().requires_grad_() for t in flat[:3])
+            s = (qc @ kc.transpose(-2, -1)) / math.sqrt(d)
+            if causal:
+                s = s.masked_fill(mask, float("-inf"))
+            o = torch.softmax(s, dim=-1) @ vc
+            for g, got in zip(grads, torch.autograd.grad(o, (qc, kc, vc), flat[3][j0:j0 + heads])):
+                g[j0:j0 + heads] = got
+    return tuple(g.reshape(b, h, n, d) for g in grads)
+
+
+def backward_inputs(size, gen: torch.Generator, device: str, causal: bool, dtype=torch.float16):
+    """(q, k, v, out, lse, dout): the inputs of `make_inputs`, the exact forward's out (rounded to dtype)
+    and lse (fp32; fp64 for fp64 inputs), and a random dout."""
+    q, k, v = make_inputs(size, gen, device, dtype)
+    dout = torch.randn(size, generator=gen, device=device, dtype=torch.float32).to(dtype)
+    q64, k64, v64 = (t.double() for t in (q, k, v))
+    out = attention_reference(q64, k64, v64, causal).to(dtype)
+    lse = lse_reference(q64, k64, causal).to(torch.float64 if dtype == torch.float64 else torch.float32)
+    return q, k, v, out, lse, dout
+
+
+class _Scaled:
+    """The speed check's tolerance for the three stacked gradients: T of the largest |gradient| the last
+    reference returned (the cells before it check each gradient against its own magnitude)."""
+
+    def __init__(self):
+        self.scale = 1.0
+
+    def reference(self, causal):
+        def ref(q, k, v, out, lse, dout):
+            grads = torch.stack(backward_reference(q, k, v, dout, causal))
+            self.scale = float(grads.abs().max())
+            return grads
+        return ref
+
+    def tolerance(self, size):
+        return (BACKWARD_TOLERANCE, BACKWARD_TOLERANCE * self.scale)
+
+
+class RetainedBackward:
+    """torch's backward of a forward function, timed alone: the graph is built once per set of inputs (on
+    clones, so that the timed sets' inputs can be refilled in place) and kept, and each call runs
+    autograd's backward through it again (retain_graph). What a training step spends in the backward."""
+
+    def __init__(self, forward: Callable):
+        self.forward, self.key, self.graph = forward, None, None
+
+    def __call__(self, q, k, v, *rest):
+        dout = rest[2] if len(rest) >= 3 else rest[-1]
+        key = (q.data_ptr(), k.data_ptr(), v.data_ptr(), tuple(q.shape))
+        if key != self.key:
+            self.graph = None
+            leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+            self.graph = (leaves, self.forward(*leaves))
+            self.key = key
+        leaves, o = self.graph
+        return torch.autograd.grad(o, leaves, dout, retain_graph=True)
+
+
+def naive_backward(causal: bool) -> RetainedBackward:
+    """autograd through `naive_attention`: the bar's baseline."""
+    def forward(q, k, v):
+        out = torch.empty_like(q)
+        naive_attention(q, k, v, out, causal)
+        return out
+    return RetainedBackward(forward)
+
+
+def sdpa_backward(causal: bool) -> RetainedBackward:
+    return RetainedBackward(sdpa(causal))
+
+
+def _backward_speed_size():
+    """SPEED_SIZE, with B halved until naive attention's forward and backward fit in 80% of free memory."""
+    b, h, n, d = SPEED_SIZE
+    free = free_gpu_bytes()
+    while b > 1 and BACKWARD_BYTES_PER_SCORE * b * h * n * n > 0.8 * free:
+        b //= 2
+    return (b, h, n, d)
+
+
+def _backward_exercise(causal: bool, scaled: _Scaled | None = None) -> Exercise:
+    scaled = scaled or _Scaled()
+    variant = "causal" if causal else "non-causal"
+    return Exercise(
+        key="6b", title=f"attention backward, {variant}", where="the code cell under 'Exercise 6b'",
+        signature="attention_backward(q, k, v, out, lse, dout, dq, dk, dv, causal)",
+        arg_names=("q", "k", "v", "out", "lse", "dout"),
+        make_inputs=lambda size, gen, dev: backward_inputs(size, gen, dev, causal),
+        make_output=lambda size, dev: torch.empty((3, *size), device=dev, dtype=torch.float16),
+        reference=scaled.reference(causal),
+        baseline=lambda q, k, v, out, lse, dout, grads: naive_backward_cached(causal)(q, k, v, out, lse, dout),
+        baseline_name="naive torch backward",
+        dtype=torch.float16,
+        # read q, k, v, out, dout once, write dq, dk, dv once
+        bytes_moved=lambda s: 8 * s[0] * s[1] * s[2] * s[3] * 2,
+        visible_sizes=BACKWARD_VISIBLE, speed_size=_backward_speed_size, describe_size=describe,
+        ceiling="fp16_tflops", flops=lambda s: int(2.5 * attention_flops(s, causal)),
+        others={"torch SDPA backward": lambda: sdpa_backward(causal)},
+        tolerance=scaled.tolerance, cpu_sizes=BACKWARD_CPU_SIZES, split_output=True,
+        speed_hint="recompute P tile by tile from the saved lse (never store it), one kernel for dK and dV that "
+                   "walks the query tiles for a tile of keys, one for dQ that walks the key tiles; 64 x 64 tiles "
+                   "and 4 warps are a good start.",
+    )
+
+
+_NAIVE_BACKWARDS: dict = {}
+
+
+def naive_backward_cached(causal: bool) -> RetainedBackward:
+    """One retained naive graph per causal setting, kept between the baseline's timed calls."""
+    if causal not in _NAIVE_BACKWARDS:
+        _NAIVE_BACKWARDS[causal] = naive_backward(causal)
+    return _NAIVE_BACKWARDS[causal]
+
+
+BACKWARD = _backward_exercise(causal=False)
+BACKWARD_CAUSAL = _backward_exercise(causal=True)
+
+
+def bind_backward(attention_backward, causal: bool):
+    return as_learner(attention_backward, "attention_backward").with_trailing(causal)
+
+
+def _backward_sizes(sizes):
+    """The sizes a backward cell checks here: on a CPU the visible ones become the interpreter's small ones,
+    and larger explicit ones are left out (and named)."""
+    on_gpu = gpu_or_reason()[0]
+    if sizes is None:
+        return list(BACKWARD_VISIBLE if on_gpu else BACKWARD_CPU_SIZES), []
+    return _cpu_filter(sizes)
+
+
+def check_backward(attention_backward, sizes=None, trials: int = 1) -> int:
+    """Exercise 6b: dq, dk, dv from `attention_backward` against float64 autograd of naive attention,
+    causal and not, each gradient within BACKWARD_TOLERANCE of its own largest magnitude. The launcher
+    rules of every exercise apply (only the learner's kernels compute; with them switched off, nothing
+    is written)."""
+    dev = "cuda" if gpu_or_reason()[0] else "cpu"
+    sizes, skipped = _backward_sizes(sizes)
+    checked = 0
+    with captured_stderr() as err:
+        try:
+            for causal in (False, True):
+                ex = BACKWARD_CAUSAL if causal else BACKWARD
+                fn = learner_for_backward(attention_backward, causal)
+                for size in sizes:
+                    for trial in range(trials):
+                        _one_backward(ex, fn, size, causal, dev)
+                        checked += 1
+                    if not fn.probed:
+                        require_kernel_does_work(ex, fn, size, dev, f"6b backward, {describe(size)}, causal={causal}")
+                        fn.probed = True
+        except NotImplementedYet:
+            raise not_written_yet(BACKWARD) from None
+        except LadderError as exc:
+            raise with_stderr(exc, err) from None
+    print(f"✓ 6b attention backward: dq, dk and dv match float64 autograd of naive attention on {checked} cases, "
+          f"causal and not ({', '.join(describe(s) for s in sizes)}; on {'the GPU' if dev == 'cuda' else 'the CPU'}); "
+          "fresh inputs each case, outputs poisoned with NaN, inputs unchanged")
+    if skipped:
+        print(f"  (no GPU: {len(skipped)} larger sizes left out here, up to {describe(max(skipped, key=lambda s: s[2]))}; "
+              "they run on a GPU)")
+    return checked
+
+
+def learner_for_backward(attention_backward, causal: bool):
+    """The seam for `attention_backward` with `causal` bound, its stacked output split into dq, dk, dv."""
+    return learner_for(BACKWARD, bind_backward(attention_backward, causal))
+
+
+def _one_backward(ex: Exercise, fn, size, causal: bool, dev: str) -> None:
+    gen, _ = correctness.fresh_generator(dev)
+    inputs = ex.make_inputs(size, gen, dev)
+    pristine = correctness.snapshot(inputs)
+    guard = correctness.guarded(ex.make_output(size, dev))
+    out = correctness.poison(guard.out)
+    what = f"6b backward, {describe(size)}, causal={causal}"
+    launch(ex, fn, inputs, out)
+    guard.check(what)
+    correctness.require_unchanged(pristine, inputs, what, ex.arg_names)
+    q, k, v, _, _, dout = pristine
+    wanted = backward_reference(q, k, v, dout, causal)
+    # dS = P (dP - delta) cancels: its rounding error scales with dP = dO V^T, whose size dv shows, even where
+    # dq and dk are near 0 (N = 1: a single key gets all the weight, and dq = dk = 0 exactly).
+    floor = float(wanted[2].abs().max())
+    for name, got, want in zip(("dq", "dk", "dv"), out.unbind(0), wanted):
+        atol = BACKWARD_TOLERANCE * max(float(want.abs().max()), floor)
+        correctness.compare(got, want, rtol=BACKWARD_TOLERANCE, atol=atol, what=f"{what}, {name}")
+
+
+def check_backward_gradcheck(attention_forward, attention_backward) -> None:
+    """Exercise 6b, the two launchers together: `attention_forward`'s out and lse (fp16) against float64, then
+    torch.autograd.gradcheck in float64 of the Function that composes them, as the notebook's
+    FlashAttention does (the launcher rules apply to every call)."""
+    dev = "cuda" if gpu_or_reason()[0] else "cpu"
+    cases = 0
+    with captured_stderr() as err:
+        try:
+            for causal in (False, True):
+                fwd = as_learner(attention_forward, "attention_forward").with_trailing(causal)
+                bwd = bind_backward(attention_backward, causal)
+                for size in ((1, 2, 100, 64), (2, 1, 33, 128)):
+                    _one_forward_lse(fwd, size, causal, dev)
+                    cases += 1
+                for size in GRADCHECK_SIZES:
+                    _one_gradcheck(fwd, bwd, size, causal, dev)
+                    cases += 1
+        except NotImplementedYet:
+            raise NotImplementedYet("exercise 6b is not written yet: write `attention_forward` and "
+                                    "`attention_backward` and their kernels in the code cell under 'Exercise 6b', "
+                                    "replacing `raise NotImplementedError()`.") from None
+        except LadderError as exc:
+            raise with_stderr(exc, err) from None
+    print(f"✓ 6b forward with lse and gradcheck: attention_forward's out and lse match float64 (fp16, causal and not), "
+          f"and torch.autograd.gradcheck passes in float64 on {', '.join(describe(s) for s in GRADCHECK_SIZES)}, "
+          f"causal and not ({cases} cases, on {'the GPU' if dev == 'cuda' else 'the CPU'})")
+
+
+def _one_forward_lse(fwd, size, causal: bool, dev: str) -> None:
     gen, _ = correctness.fresh_generator(dev)
     q, k, v = make_inputs(size, gen, dev)
-    dout = torch.randn(size, generator=gen, device=dev, dtype=torch.float32).to(torch.float16)
-    out = attention_reference(q.double(), k.double(), v.double(), causal).to(torch.float16)
-    inputs = (q, k, v, out, dout)
-    pristine = correctness.snapshot(inputs)
-    grads = [correctness.poison(torch.empty_like(q)) for _ in range(3)]
-    what = f"backward, {describe(size)}, causal={causal}"
-    as_learner(attention_backward, "attention_backward").call(*inputs, *grads, causal, launcher=True)
-    correctness.require_unchanged(pristine, inputs, what, ("q", "k", "v", "out", "dout"))
-    for name, got, want in zip(("dq", "dk", "dv"), grads, backward_reference(q, k, v, dout, causal)):
-        atol = BACKWARD_TOLERANCE * float(want.abs().max())
-        correctness.compare(got, want, rtol=BACKWARD_TOLERANCE, atol=atol, what=f"{what}, {name}")
+    pristine = correctness.snapshot((q, k, v))
+    out = correctness.poison(torch.empty_like(q))
+    lse = correctness.poison(torch.empty(size[:3], device=dev, dtype=torch.float32))
+    what = f"6b attention_forward, {describe(size)}, causal={causal}"
+    fwd.call(q, k, v, out, lse, launcher=True)
+    correctness.require_unchanged(pristine, (q, k, v), what, ("q", "k", "v"))
+    q64, k64, v64 = (t.double() for t in pristine)
+    correctness.compare(out, attention_reference(q64, k64, v64, causal), rtol=TOLERANCE[0], atol=TOLERANCE[1],
+                        what=what + ", out")
+    # lse is a sum's log: an fp32 sum of up to N terms is good to about 1e-6 relative; the scores are fp32
+    # products of fp16 inputs, up to about 150 in size here.
+    correctness.compare(lse, lse_reference(q64, k64, causal), rtol=1e-4, atol=1e-3, what=what + ", lse")
+
+
+def _one_gradcheck(fwd, bwd, size, causal: bool, dev: str) -> None:
+    what = f"6b gradcheck, float64, {describe(size)}, causal={causal}"
+
+    class Composed(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v):
+            q, k, v = (t.detach() for t in (q, k, v))
+            out = torch.empty_like(q)
+            lse = torch.empty(q.shape[:3], device=q.device, dtype=q.dtype)
+            fwd.call(q, k, v, out, lse, launcher=True)
+            ctx.save_for_backward(q, k, v, out, lse)
+            return out
+
+        @staticmethod
+        def backward(ctx, dout):
+            # Detached: in grading the launchers run in another process, and a tensor that carries autograd
+            # history cannot cross to it.
+            q, k, v, out, lse = (t.detach() for t in ctx.saved_tensors)
+            grads = torch.empty((3, *q.shape), device=q.device, dtype=q.dtype)
+            bwd.call(q, k, v, out, lse, dout.detach().contiguous(), *grads.unbind(0), launcher=True)
+            return tuple(grads.unbind(0))
+
+    from torch.autograd.gradcheck import GradcheckError
+
+    gen, _ = correctness.fresh_generator(dev)
+    q, k, v = (0.5 * torch.randn(size, generator=gen, device=dev, dtype=torch.float64) for _ in range(3))
+    try:
+        ok = torch.autograd.gradcheck(Composed.apply, (q.requires_grad_(), k.requires_grad_(), v.requires_grad_()),
+                                      eps=1e-6, atol=1e-7, rtol=1e-5, fast_mode=True)
+    except LadderError:
+        raise
+    except GradcheckError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise CheckFailed(f"{what}: the gradients of your attention_backward do not match the finite differences of "
+                          f"your attention_forward ({first}). Both run in float64 here: every sum, the lse and "
+                          "the probabilities in the inputs' dtype (ACC = tl.float64), nothing rounded to fp16 or "
+                          "fp32.", reason="wrong-result") from None
+    except Exception as exc:  # noqa: BLE001 - torch's own errors around the learner's launchers
+        raise CheckFailed(f"{what}: gradcheck could not run: {type(exc).__name__}: {str(exc)[:300]}\nYour "
+                          "launchers must accept float64 tensors (fp64 lse) for this check.",
+                          reason="wrong-result") from None
+    if not ok:
+        raise CheckFailed(f"{what}: gradcheck failed.", reason="wrong-result")
+    # gradcheck compares directional derivatives (fast mode: one random direction), which averages out
+    # rounding; so the gradients themselves are compared with float64 autograd too, at 1e-5 of the largest
+    # gradient: gradients rounded to fp16 are off by about 5e-4 and fail. Not tighter: Triton passes a
+    # Python float argument (the softmax scale) and float literals (log2 e) as fp32, so a correct float64
+    # kernel on an H100 (assets/results/issue19) was off by more than 1e-9, though well within gradcheck's
+    # own tolerance; the interpreter keeps them in float64.
+    dout = torch.randn(size, generator=gen, device=dev, dtype=torch.float64)
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    got = torch.autograd.grad(Composed.apply(*leaves), leaves, dout)
+    for name, g, want in zip(("dq", "dk", "dv"), got, backward_reference(q, k, v, dout, causal)):
+        scale = float(want.abs().max())
+        correctness.compare(g, want, rtol=1e-5, atol=1e-5 * scale,
+                            what=f"{what}, {name} in float64 (every sum and every tile of P in float64: ACC = tl.float64)")
+
+
+def check_backward_memory(attention_backward, sizes=MEMORY_SIZES) -> dict:
+    """Exercise 6b: extra memory of a correct backward launch, causal and not, within the O(N) budget."""
+    ok, reason = gpu_or_reason()
+    if not ok:
+        _require_backward_written(attention_backward)
+        raise NoGPUError(f"no GPU: memory not measured for exercise 6b (attention backward). {reason}; the memory "
+                         "cell scores 0 without a GPU. Correctness is still checked on the CPU.")
+    found, lines = {}, []
+    with captured_stderr() as err:
+        try:
+            for size in sizes:
+                for causal in (False, True):
+                    ex = BACKWARD_CAUSAL if causal else BACKWARD
+                    fn = learner_for_backward(attention_backward, causal)
+                    _one_backward(ex, fn, size, causal, "cuda")   # compiles and checks first
+                    gen, _ = correctness.fresh_generator("cuda")
+                    inputs = ex.make_inputs(size, gen, "cuda")
+                    out = correctness.poison(ex.make_output(size, "cuda"))
+                    torch.cuda.empty_cache()
+                    try:
+                        used = fn.peak_memory(*inputs, out)
+                    except CheckFailed as exc:
+                        if "OutOfMemoryError" in str(exc):
+                            raise CheckFailed(f"6b memory, {describe(size)}: the GPU ran out of memory: {exc}",
+                                              reason="memory") from None
+                        raise
+                    found[(size, causal)] = used
+                    budget = memory_budget(size)
+                    probs = size[0] * size[1] * size[2] ** 2 * 2
+                    lines.append(f"  {describe(size)}, causal={causal!s:<5}: extra {_mib(used):>11} (budget "
+                                 f"{_mib(budget)}; fp16 probabilities would take {_mib(probs)})")
+                    if used > budget:
+                        raise CheckFailed(
+                            f"6b memory: your backward allocated {_mib(used)} above its inputs and outputs at "
+                            f"{describe(size)} (causal={causal}), more than the O(N) budget of {_mib(budget)}.\n"
+                            + "\n".join(lines) + "\nMemory that grows like N^2 means P (or dP, dS) stored for "
+                            f"every (query, key) pair: {_mib(probs)} in fp16 here. Recompute each tile of P from "
+                            "q, k and the saved lse inside the kernel that needs it.", reason="memory")
+        except LadderError as exc:
+            raise with_stderr(exc, err) from None
+    print("✓ 6b memory: the backward's extra memory stays within the O(N) budget\n" + "\n".join(lines))
+    return found
+
+
+def _require_backward_written(attention_backward) -> None:
+    """Without a GPU: a stub still says "not written yet" (one tiny launch through the interpreter)."""
+    gen, _ = correctness.fresh_generator("cpu")
+    size = (1, 1, 16, 16)
+    with captured_stderr():
+        try:
+            launch(BACKWARD, learner_for_backward(attention_backward, False), BACKWARD.make_inputs(size, gen, "cpu"),
+                   BACKWARD.make_output(size, "cpu"))
+        except NotImplementedYet:
+            raise not_written_yet(BACKWARD) from None
+        except LadderError:
+            pass
+
+
+def check_backward_speed(attention_backward) -> SpeedResult:
+    """Exercise 6b, speed: causal=False, D = 64, against autograd's backward through naive attention
+    (its graph built once, outside the timing); torch SDPA's backward reported."""
+    if not gpu_or_reason()[0]:
+        _require_backward_written(attention_backward)
+    _NAIVE_BACKWARDS.clear()
+    try:
+        return check_speed(BACKWARD, bind_backward(attention_backward, False), "6b")
+    finally:
+        _NAIVE_BACKWARDS.clear()
+        if gpu_or_reason()[0]:
+            torch.cuda.empty_cache()
 
 
 # -------------------------------------------------------------------------------- plots

@@ -221,25 +221,106 @@ def test_triton_failures_with_a_known_cause_get_a_message(no_gpu):
         ch06.bind(imported_too_early, False)(None, None, None, None)
 
 
-def test_backward_check_with_autograd_and_when_not_attempted(no_gpu, capsys):
+def test_backward_check_with_autograd_and_when_not_written(no_gpu, capsys):
     @torch_kernel
-    def backward(q, k, v, out, dout, dq, dk, dv, causal):
+    def backward(q, k, v, out, lse, dout, dq, dk, dv, causal):
         for dst, grad in zip((dq, dk, dv), ch06.backward_reference(q, k, v, dout, causal)):
             dst.copy_(grad)
 
-    assert ch06.check_attention_backward(backward) is True
-    assert ch06.check_attention_backward(stub) is None
-    out = capsys.readouterr().out
-    assert "✓ backward pass" in out and "not attempted yet" in out
+    assert ch06.check_backward(backward) == 2 * len(ch06.BACKWARD_CPU_SIZES)
+    assert "✓ 6b attention backward" in capsys.readouterr().out
+    with pytest.raises(NotImplementedYet, match="exercise 6b"):
+        ch06.check_backward(stub)
 
     @torch_kernel
-    def no_scale(q, k, v, out, dout, dq, dk, dv, causal):
+    def no_scale(q, k, v, out, lse, dout, dq, dk, dv, causal):
         for dst, grad in zip((dq, dk, dv), ch06.backward_reference(q, k, v, dout, causal)):
             dst.copy_(grad)
         dq.mul_(math.sqrt(q.shape[-1]))
 
     with pytest.raises(CheckFailed, match="dq: wrong result"):
-        ch06.check_attention_backward(no_scale)
+        ch06.check_backward(no_scale)
+
+
+def test_backward_reference_in_head_groups_is_autograd():
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = ch06.make_inputs((2, 3, 20, 16), gen, "cpu", dtype=torch.float64)
+    dout = torch.randn(q.shape, generator=gen, dtype=torch.float64)
+    for causal in (False, True):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        out = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal)
+        want = torch.autograd.grad(out, leaves, dout)
+        got = ch06.backward_reference(q, k, v, dout, causal, chunk_bytes=1)   # one (batch, head) at a time
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w, rtol=1e-10, atol=1e-10)
+        s = (q @ k.transpose(-2, -1)) / 4
+        if causal:
+            s = s.masked_fill(torch.ones(20, 20, dtype=torch.bool).triu(1), float("-inf"))
+        torch.testing.assert_close(ch06.lse_reference(q, k, causal, chunk_bytes=1), torch.logsumexp(s, -1))
+
+
+def _emulated_backward(q, k, v, out, lse, dout, causal, low=torch.float16, keep_delta=True):
+    """The solution's arithmetic in torch: P from lse in fp32, P and dS rounded to `low` for the products."""
+    n, d = q.shape[-2:]
+    s = (q.float() @ k.float().transpose(-2, -1)) / math.sqrt(d)
+    if causal:
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    p = torch.exp(s - lse[..., None])
+    delta = (out.float() * dout.float()).sum(-1, keepdim=True) if keep_delta else 0
+    dv = p.to(low).float().transpose(-2, -1) @ dout.float()
+    ds = p * (dout.float() @ v.float().transpose(-2, -1) - delta)
+    dq = ds.to(low).float() @ k.float() / math.sqrt(d)
+    dk = ds.to(low).float().transpose(-2, -1) @ q.float() / math.sqrt(d)
+    return [t.half() for t in (dq, dk, dv)]
+
+
+def _worst(got, want):
+    """The largest |got - want| / (max(max|want|, max|dv|) + |want|) of the three gradients: below
+    BACKWARD_TOLERANCE passes."""
+    floor = float(want[2].abs().max())
+    return max(float(((g.double() - w).abs() / (max(float(w.abs().max()), floor) + w.abs())).max())
+               for g, w in zip(got, want))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_backward_tolerance_passes_fp16_arithmetic_and_fails_a_missing_delta(causal):
+    gen = torch.Generator().manual_seed(11)
+    q, k, v, out, lse, dout = ch06.backward_inputs((1, 2, 1000, 64), gen, "cpu", causal)
+    want = ch06.backward_reference(q, k, v, dout, causal)
+    good = _worst(_emulated_backward(q, k, v, out, lse, dout, causal), want)
+    assert good < ch06.BACKWARD_TOLERANCE / 2, good
+    bad = _worst(_emulated_backward(q, k, v, out, lse, dout, causal, keep_delta=False), want)
+    assert bad > 10 * ch06.BACKWARD_TOLERANCE, bad
+
+
+def test_backward_gradcheck_catches_a_backward_that_disagrees_with_its_forward(no_gpu):
+    @torch_kernel
+    def forward(q, k, v, out, lse, causal):
+        out.copy_(ch06.attention_reference(q.double(), k.double(), v.double(), causal))
+        lse.copy_(ch06.lse_reference(q.double(), k.double(), causal))
+
+    @torch_kernel
+    def backward(q, k, v, out, lse, dout, dq, dk, dv, causal):
+        for dst, grad in zip((dq, dk, dv), ch06.backward_reference(q, k, v, dout, causal)):
+            dst.copy_(grad)
+
+    ch06.check_backward_gradcheck(forward, backward)
+
+    @torch_kernel
+    def rounded(q, k, v, out, lse, dout, dq, dk, dv, causal):
+        for dst, grad in zip((dq, dk, dv), ch06.backward_reference(q, k, v, dout, causal)):
+            dst.copy_(grad.half())   # rounded to fp16 even for float64 inputs
+
+    with pytest.raises(CheckFailed, match="in float64"):
+        ch06.check_backward_gradcheck(forward, rounded)
+
+    @torch_kernel
+    def fp32_forward(q, k, v, out, lse, causal):
+        forward(q, k, v, out, lse, causal)
+        out.copy_(out.float())   # fp32 sums: finite differences in float64 see the rounding
+
+    with pytest.raises(CheckFailed, match="gradcheck"):
+        ch06.check_backward_gradcheck(fp32_forward, backward)
 
 
 def test_notebook_naive_attention_is_the_graders():
@@ -267,11 +348,17 @@ def outcome(check, *args):
     except LadderError as exc:
         return f"{type(exc).__name__}: {exc}"
 
-solution = launchers("ch06", "correct", ["attention-solution", "backward-solution"])
+solution = launchers("ch06", "correct", ["attention-solution", "backward-solution", "stretch-fast-solution"])
 found = {
+    "fast": outcome(lambda f: ch06.check_attention(f, ch06.HIDDEN_SIZES, trials=1), solution["attention_fast"]),
+    "fast-stretch": outcome(ch06.check_attention_fast, solution["attention_fast"]),
     "visible": outcome(ch06.check_attention, solution["attention"]),
     "hidden": outcome(lambda f: ch06.check_attention(f, ch06.HIDDEN_SIZES, trials=1), solution["attention"]),
-    "backward": outcome(ch06.check_attention_backward, solution["attention_backward"]),
+    "backward": outcome(ch06.check_backward, solution["attention_backward"]),
+    "backward-hidden": outcome(lambda f: ch06.check_backward(f, ch06.BACKWARD_HIDDEN), solution["attention_backward"]),
+    "gradcheck": outcome(ch06.check_backward_gradcheck, solution["attention_forward"], solution["attention_backward"]),
+    "backward-speed": outcome(ch06.check_backward_speed, solution["attention_backward"]),
+    "backward-memory": outcome(ch06.check_backward_memory, solution["attention_backward"]),
     "speed": outcome(ch06.check_attention_speed, solution["attention"]),
     "memory": outcome(ch06.check_attention_memory, solution["attention"]),
 }
@@ -301,8 +388,10 @@ print(json.dumps(found))
 @pytest.mark.slow
 def test_solution_and_students_under_the_triton_interpreter():
     found = run_script(INTERPRETED, interpret=True)
-    for cell in ("visible", "hidden", "backward"):
+    for cell in ("visible", "hidden", "backward", "backward-hidden", "gradcheck", "fast", "fast-stretch"):
         assert found[cell] == "pass", found[cell]
+    assert found["backward-speed"].startswith("NoGPUError: no GPU: speed not measured for exercise 6b"), found
+    assert found["backward-memory"].startswith("NoGPUError: no GPU: memory not measured for exercise 6b"), found
     assert found["speed"].startswith("NoGPUError: no GPU: speed not measured"), found["speed"]
     assert found["memory"].startswith("NoGPUError: no GPU: memory not measured"), found["memory"]
     assert found["naive_triton"] == "pass" and found["no_skip"] == "pass", found
@@ -356,9 +445,13 @@ for cc in (80, 90):
         k = compile_for(ns["flash_attention_kernel"], dict(D=d, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal), cc,
                         num_warps=8, num_stages=3)
         built.append([f"forward sm_{cc} D={d} causal={causal}", k.metadata.shared])
-for name in ("attention_bwd_stats", "attention_bwd_dkdv", "attention_bwd_dq"):
-    k = compile_for(ns[name], dict(D=64, BLOCK_M=64, BLOCK_N=64, CAUSAL=True), 90, num_warps=4)
-    built.append([f"{name} sm_90", k.metadata.shared])
+import triton.language as tl
+for cc in (80, 90):
+    for name in ("attention_fwd_lse_kernel", "attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel"):
+        k = compile_for(ns[name], dict(D=128, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, ACC=tl.float32), cc, num_warps=4)
+        built.append([f"{name} sm_{cc} D=128", k.metadata.shared])
+k = compile_for(ns["attention_bwd_delta_kernel"], dict(D=64, BLOCK_M=64, ACC=tl.float32), 90, num_warps=4)
+built.append(["attention_bwd_delta_kernel sm_90", max(k.metadata.shared, 1)])
 print(json.dumps({"built": built, "seconds": time.perf_counter() - start}))
 """
 
@@ -366,7 +459,7 @@ print(json.dumps({"built": built, "seconds": time.perf_counter() - start}))
 @pytest.mark.slow
 def test_solution_kernels_compile_for_sm80_and_sm90_without_a_gpu():
     found = run_script(COMPILED, interpret=False)
-    assert len(found["built"]) == 7
+    assert len(found["built"]) == 11
     for name, shared in found["built"]:
         assert 0 < shared <= 100 * 1024, f"{name}: {shared} bytes of shared memory won't fit smaller GPUs"
 
@@ -378,20 +471,22 @@ def test_solution_kernels_compile_for_sm80_and_sm90_without_a_gpu():
 def test_solution_on_cpu_grades_correctness_and_says_no_gpu_for_speed_and_memory():
     code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 1 and nb["error"] is None
-    for gid in ("napkin-test", "tiled-test", "attention-visible", "attention-hidden", "diagnose-test"):
+    for gid in ("napkin-test", "tiled-test", "attention-visible", "attention-hidden", "diagnose-test",
+                "backward-visible", "backward-hidden", "backward-gradcheck"):
         assert cells[gid]["outcome"] == "pass", cells[gid]
-    for gid in ("attention-speed", "causal-speed"):
+    for gid in ("attention-speed", "causal-speed", "backward-speed"):
         assert cells[gid]["error"]["ename"] == "NoGPUError", cells[gid]
         assert "no GPU: speed not measured" in cells[gid]["error"]["evalue"]
-    assert "no GPU: memory not measured" in cells["attention-memory"]["error"]["evalue"]
-    assert nb["score"] == 8 and nb["max_score"] == 14
+    for gid in ("attention-memory", "backward-memory"):
+        assert "no GPU: memory not measured" in cells[gid]["error"]["evalue"]
+    assert nb["score"] == 13 and nb["max_score"] == 22
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
 def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented():
     code, nb, cells = ladder_check_one(RELEASE)
-    assert code == 1 and nb["score"] == 0 and len(cells) == 8
+    assert code == 1 and nb["score"] == 0 and len(cells) == 13
     for c in cells.values():
         assert c["outcome"] == "fail" and c["error"]["ename"] == "NotImplementedYet", c
         assert "not written yet" in c["error"]["evalue"]
@@ -404,7 +499,7 @@ def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented()
 def test_gpu_solution_passes_every_graded_cell():
     code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
-    assert nb["score"] == 14
+    assert nb["score"] == 22
 
 
 @pytest.mark.gpu
@@ -441,3 +536,13 @@ def test_gpu_memory_check_tells_flash_from_stored_scores():
     assert all(used == 0 for used in found.values()), found
     with pytest.raises(CheckFailed, match="O\\(N\\) budget"):
         ch06.check_attention_memory(launchers("ch06", "naive_triton", ["attention-solution"])["attention"])
+
+
+@pytest.mark.gpu
+def test_gpu_backward_memory_check_tells_recomputed_from_stored_probabilities():
+    from submissions.build import launchers
+
+    found = ch06.check_backward_memory(launchers("ch06", "correct", ["backward-solution"])["attention_backward"])
+    assert all(used <= ch06.memory_budget(size) for (size, _), used in found.items()), found
+    with pytest.raises(CheckFailed, match="O\\(N\\) budget"):
+        ch06.check_backward_memory(launchers("wrong", "backward_stores_p", ["backward-solution"])["attention_backward"])

@@ -1,8 +1,17 @@
-"""A student with three mistakes: attention_flops counts one matmul instead of two; tiled_attention
-exponentiates without the running max (NaN on the shifted rows); and the kernel forgets to rescale
-its accumulator when the max grows. Every graded cell fails but the diagnosis, which is the solution's: 1 of 14, on a CPU as on a GPU."""
+"""A student with four mistakes: attention_flops counts one matmul instead of two; tiled_attention
+exponentiates without the running max (NaN on the shifted rows); the kernel forgets to rescale
+its accumulator when the max grows; and the backward (6b) leaves delta out of dS = P (dP - delta).
+Every graded cell fails but the diagnosis, which is the solution's: 1 of 22, on a CPU as on a GPU."""
+from submissions.wrong import edited, notebook_cell
+
 CHAPTER_DIR = "06_flash_attention"
 CELLS = {
+    "backward-solution": edited(
+        notebook_cell(CHAPTER_DIR, "backward-solution"),
+        ("        ds_t = p_t * (dp_t - delta[None, :])\n", "        ds_t = p_t * dp_t\n"),
+        ("        ds = p * (tl.dot(do, v_t, out_dtype=ACC) - delta[:, None])\n",
+         "        ds = p * tl.dot(do, v_t, out_dtype=ACC)\n"),
+    ),
     "napkin-solution": '''
 def score_bytes(B, H, N, bytes_per_element):
     return B * H * N * N * bytes_per_element
