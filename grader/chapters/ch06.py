@@ -184,7 +184,7 @@ def _exercise(causal: bool) -> Exercise:
 
 ATTENTION = _exercise(causal=False)
 CAUSAL = _exercise(causal=True)
-EXERCISES = (ATTENTION, CAUSAL)
+FORWARD_EXERCISES = (ATTENTION, CAUSAL)   # exercise 6, checked causal and not
 BAR_KEYS = {"6": "6", "6-causal": "6-causal", "6-stretch": "6", "6-stretch-fast": "6", "6b": "6b"}
 _SANITIZE_SIZES = ((1, 1, 1, 64), (1, 2, 100, 64), (2, 1, 77, 128), (1, 1, 129, 64))
 # `ladder check --sanitize` runs memcheck only: Triton places shared memory and every barrier itself, so
@@ -315,7 +315,7 @@ def check_attention(attention, sizes=None, trials: int = 2) -> list:
     results, skipped = [], []
     if sizes is not None:
         sizes, skipped = _cpu_filter(sizes)
-    for ex in EXERCISES:
+    for ex in FORWARD_EXERCISES:
         results.append(check_correctness(ex, bind(attention, ex is CAUSAL), sizes, trials))
     if skipped:
         largest = describe(max(skipped, key=lambda s: s[2]))
@@ -484,7 +484,7 @@ def check_attention_memory(attention, sizes=MEMORY_SIZES) -> dict:
     with captured_stderr() as err:
         try:
             for size in sizes:
-                for ex in EXERCISES:
+                for ex in FORWARD_EXERCISES:
                     fn = bind(attention, ex is CAUSAL)
                     found[(size, ex.key)] = used = _measured_launch(ex, fn, size)
                     budget = memory_budget(size)
@@ -800,6 +800,7 @@ def naive_backward_cached(causal: bool) -> RetainedBackward:
 
 BACKWARD = _backward_exercise(causal=False)
 BACKWARD_CAUSAL = _backward_exercise(causal=True)
+EXERCISES = FORWARD_EXERCISES + (BACKWARD,)   # 6b's causal variant shares BACKWARD's key and bar
 
 
 def bind_backward(attention_backward, causal: bool):
