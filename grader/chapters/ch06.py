@@ -39,7 +39,7 @@ from ..harness import correctness, plots
 from ..harness import answers
 from ..profiling.diagnose import Case
 from ..harness.answers import call_learner, require_close
-from ..harness.attention import attention_flops, attention_reference
+from ..harness.attention import attention_flops, attention_reference, scores_by_blocks
 from ..harness.exercise import (
     Exercise,
     Requirement,
@@ -444,6 +444,21 @@ def judge_skipping(causal, noncausal, size) -> None:
 
 # ------------------------------------------------------------------------------- memory
 
+def _require_linear_memory(who: str, inputs: str, used: int, size, column: str, variant: str, lines: list,
+                           kept: str, grows: str, advice: str) -> None:
+    """One line of a memory check's table, and CheckFailed when `used` passes the O(N) budget: the forward's
+    (6) and the backward's (6b) checks share the budget, the table and the N^2 explanation."""
+    budget = memory_budget(size)
+    quadratic = size[0] * size[1] * size[2] ** 2 * 2   # one fp16 value per (query, key) pair
+    lines.append(f"  {describe(size)}, {column}: extra {_mib(used):>11} (budget {_mib(budget)}; fp16 {kept} "
+                 f"would take {_mib(quadratic)})")
+    if used > budget:
+        raise CheckFailed(
+            f"{who} allocated {_mib(used)} above {inputs} at {describe(size)} ({variant}), more than the O(N) "
+            f"budget of {_mib(budget)}.\n" + "\n".join(lines) + f"\nMemory that grows like N^2 means {grows} "
+            f"stored for every (query, key) pair: {_mib(quadratic)} in fp16 here. {advice}", reason="memory")
+
+
 def memory_budget(size) -> int:
     """The extra bytes a launch may allocate: O(N), with room for honest buffers.
 
@@ -487,19 +502,12 @@ def check_attention_memory(attention, sizes=MEMORY_SIZES) -> dict:
                 for ex in FORWARD_EXERCISES:
                     fn = bind(attention, ex is CAUSAL)
                     found[(size, ex.key)] = used = _measured_launch(ex, fn, size)
-                    budget = memory_budget(size)
-                    scores = size[0] * size[1] * size[2] ** 2 * 2
-                    lines.append(f"  {describe(size)}, {ex.title.split(', ')[1]:<10}: extra {_mib(used):>11} "
-                                 f"(budget {_mib(budget)}; fp16 scores would take {_mib(scores)})")
-                    if used > budget:
-                        raise CheckFailed(
-                            f"6 memory: your launch allocated {_mib(used)} above its inputs and output at "
-                            f"{describe(size)} ({ex.title.split(', ')[1]}), more than the O(N) budget of "
-                            f"{_mib(budget)}.\n" + "\n".join(lines) + "\n"
-                            "Memory that grows like N^2 means scores (or probabilities) stored for every "
-                            f"(query, key) pair: {_mib(scores)} in fp16 here. Keep each score tile in registers: "
-                            "compute it, fold it into the running max, sum and accumulator, and drop it.",
-                            reason="memory")
+                    variant = ex.title.split(", ")[1]
+                    _require_linear_memory(
+                        "6 memory: your launch", "its inputs and output", used, size, f"{variant:<10}", variant,
+                        lines, "scores", "scores (or probabilities)",
+                        "Keep each score tile in registers: compute it, fold it into the running max, sum and "
+                        "accumulator, and drop it.")
         except LadderError as exc:
             raise with_stderr(exc, err) from None
     (s1, s2) = sizes[0], sizes[-1]
@@ -659,15 +667,8 @@ BACKWARD_TOLERANCE = 5e-3
 
 def lse_reference(q, k, causal=False, chunk_bytes=64 << 20):
     """log sum_j exp(q_i . k_j / sqrt(D)) for every row, in the inputs' precision, a block of rows at a time."""
-    b, h, n, d = q.shape
-    lse = torch.empty((b, h, n), dtype=q.dtype, device=q.device)
-    rows = max(1, chunk_bytes // (q.element_size() * b * h * n))
-    keys = torch.arange(n, device=q.device)
-    for i0 in range(0, n, rows):
-        i1 = min(n, i0 + rows)
-        s = (q[:, :, i0:i1] @ k.transpose(-2, -1)) / math.sqrt(d)
-        if causal:
-            s.masked_fill_(keys[None, :] > torch.arange(i0, i1, device=q.device)[:, None], float("-inf"))
+    lse = torch.empty(q.shape[:3], dtype=q.dtype, device=q.device)
+    for i0, i1, s in scores_by_blocks(q, k, causal, chunk_bytes):
         lse[:, :, i0:i1] = torch.logsumexp(s, dim=-1)
     return lse
 
@@ -1004,17 +1005,10 @@ def check_backward_memory(attention_backward, sizes=MEMORY_SIZES) -> dict:
                                               reason="memory") from None
                         raise
                     found[(size, causal)] = used
-                    budget = memory_budget(size)
-                    probs = size[0] * size[1] * size[2] ** 2 * 2
-                    lines.append(f"  {describe(size)}, causal={causal!s:<5}: extra {_mib(used):>11} (budget "
-                                 f"{_mib(budget)}; fp16 probabilities would take {_mib(probs)})")
-                    if used > budget:
-                        raise CheckFailed(
-                            f"6b memory: your backward allocated {_mib(used)} above its inputs and outputs at "
-                            f"{describe(size)} (causal={causal}), more than the O(N) budget of {_mib(budget)}.\n"
-                            + "\n".join(lines) + "\nMemory that grows like N^2 means P (or dP, dS) stored for "
-                            f"every (query, key) pair: {_mib(probs)} in fp16 here. Recompute each tile of P from "
-                            "q, k and the saved lse inside the kernel that needs it.", reason="memory")
+                    _require_linear_memory(
+                        "6b memory: your backward", "its inputs and outputs", used, size, f"causal={causal!s:<5}",
+                        f"causal={causal}", lines, "probabilities", "P (or dP, dS)",
+                        "Recompute each tile of P from q, k and the saved lse inside the kernel that needs it.")
         except LadderError as exc:
             raise with_stderr(exc, err) from None
     print("✓ 6b memory: the backward's extra memory stays within the O(N) budget\n" + "\n".join(lines))
