@@ -802,6 +802,10 @@ def naive_backward_cached(causal: bool) -> RetainedBackward:
 BACKWARD = _backward_exercise(causal=False)
 BACKWARD_CAUSAL = _backward_exercise(causal=True)
 EXERCISES = FORWARD_EXERCISES + (BACKWARD,)   # 6b's causal variant shares BACKWARD's key and bar
+SANITIZE += (
+    SmallSizes(BACKWARD, "attention_backward", _SANITIZE_SIZES, trailing=(False,)),
+    SmallSizes(BACKWARD_CAUSAL, "attention_backward", _SANITIZE_SIZES, trailing=(True,)),
+)
 
 
 def bind_backward(attention_backward, causal: bool):
