@@ -29,7 +29,10 @@ from sqlalchemy import (
     delete,
     select,
 )
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from ..errors import LadderError
 
 TABLE = Table(
     "ladder_graded", MetaData(),
@@ -81,7 +84,13 @@ def retrying(action, attempts: int = 8):
 class Journal:
     def __init__(self, db_url: str):
         self.engine = create_engine(db_url)
-        retrying(lambda: TABLE.create(self.engine, checkfirst=True))
+        try:
+            retrying(lambda: TABLE.create(self.engine, checkfirst=True))
+        except OperationalError as exc:   # the first contact with the gradebook: say which, and why
+            shown = make_url(db_url).render_as_string(hide_password=True)
+            reason = str(exc.orig or exc).strip().splitlines()[0]
+            raise LadderError(f"cannot open the gradebook at {shown}: {reason}. Check --db (is the database "
+                              "server running, and does the database exist?)") from None
 
     def entries(self, assignment: str) -> dict[str, Entry]:
         with self.engine.connect() as conn:

@@ -51,3 +51,14 @@ def test_the_grader_hash_follows_the_bars_and_the_verdict_settings(monkeypatch):
     monkeypatch.delenv("LADDER_UNGRADABLE")
     monkeypatch.setenv("LADDER_CACHE_DIR", "/elsewhere")   # where caches live changes no verdict
     assert identity.grader_sha256(None) == base
+
+
+def test_an_unreachable_gradebook_is_named_without_a_traceback():
+    """`ladder grade --db URL` whose server is not there: one message that names the gradebook (password
+    hidden) and the driver's reason."""
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
+    from grader.classgrade.journal import Journal
+
+    with pytest.raises(LadderError, match=r"cannot open the gradebook at postgresql\+psycopg://grader:\*\*\*@127\.0\.0\.1:1/"
+                                          r"gradebook: .*refused"):
+        Journal("postgresql+psycopg://grader:secret@127.0.0.1:1/gradebook")
