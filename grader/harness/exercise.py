@@ -108,17 +108,18 @@ def not_written_yet(ex: Exercise) -> NotImplementedYet:
 
 
 def launch(ex: Exercise, fn: LearnerFunction, inputs, out, noop: bool = False, count: bool = False,
-           record: bool = False):
+           record: bool = False, pick: int | None = None):
     """Call the learner's launcher once (it waits for the GPU and applies the rules); every failure
     is already a LadderError, and a stub is reworded to name the exercise. With `count`, the kernels
     run as instrumented copies: returns (grader.cuda.tccount.Tally, kernels that ran). With `record`,
-    launches are recorded, never run: returns the CUDA kernels launched."""
+    launches are recorded, never run: returns the CUDA kernels launched. `pick`: a correctness trial,
+    in which an autotuned kernel runs its configuration number `pick`, untimed (grader.cuda.autotune)."""
     try:
         if count:
             return fn.count_tensor_cores(*inputs, out)
         if record:
             return fn.launches(*inputs, out)
-        fn.call(*inputs, out, launcher=True, noop=noop)
+        fn.call(*inputs, out, launcher=True, noop=noop, config_pick=pick)
     except NotImplementedYet:
         raise not_written_yet(ex) from None
     except CheckFailed as exc:
@@ -180,10 +181,12 @@ def check_correctness(ex: Exercise, fn, sizes=None, trials: int = 2, device: str
         if dev is None:
             raise _no_gpu(ex, fn)
         try:
-            for size in sizes:
+            # Shape i's trials run an autotuned kernel's configuration i (grader.cuda.autotune): a check
+            # over several shapes covers several configurations, untimed, the same ones on every path.
+            for index, size in enumerate(sizes):
                 for trial in range(trials):
                     one_trial(ex, fn, size, dev, f"{ex.key} {ex.title}, {ex.describe_size(size)}, "
-                                                 f"trial {trial + 1} of {trials}")
+                                                 f"trial {trial + 1} of {trials}", pick=index)
         except LadderError as exc:
             raise with_stderr(exc, err) from None
     if verbose:
@@ -193,18 +196,20 @@ def check_correctness(ex: Exercise, fn, sizes=None, trials: int = 2, device: str
     return CorrectnessResult(ex.key, sizes, len(sizes) * trials)
 
 
-def one_trial(ex: Exercise, fn: LearnerFunction, size, dev: str, what: str):
-    """One verified launch on fresh inputs, then, once per learner function, the no-op probe."""
+def one_trial(ex: Exercise, fn: LearnerFunction, size, dev: str, what: str, pick: int | None = None):
+    """One verified launch on fresh inputs, then, once per learner function, the no-op probe. `pick`:
+    see `launch`; None (the speed cells' own trials) lets an autotuner time its configurations."""
     gen, _ = correctness.fresh_generator(dev)
     inputs = ex.make_inputs(size, gen, dev)
     guard = correctness.guarded(ex.make_output(size, dev))
-    launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), guard.out, what, guard)
+    launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), guard.out, what, guard, pick=pick)
     if not fn.probed:
-        require_kernel_does_work(ex, fn, size, dev, what)
+        require_kernel_does_work(ex, fn, size, dev, what, pick=pick)
         fn.probed = True
 
 
-def require_kernel_does_work(ex: Exercise, fn: LearnerFunction, size, dev: str, what: str) -> None:
+def require_kernel_does_work(ex: Exercise, fn: LearnerFunction, size, dev: str, what: str,
+                             pick: int | None = None) -> None:
     """Switch the learner's kernels off (launches become no-ops) and check that `out` stays untouched.
 
     A launcher whose output appears anyway got it from somewhere else: torch, CuPy, a cache."""
@@ -212,7 +217,7 @@ def require_kernel_does_work(ex: Exercise, fn: LearnerFunction, size, dev: str, 
     inputs = ex.make_inputs(size, gen, dev)
     guard = correctness.guarded(ex.make_output(size, dev))
     out = correctness.poison(guard.out)
-    launch(ex, fn, inputs, out, noop=True)
+    launch(ex, fn, inputs, out, noop=True, pick=pick)
     guard.check(what + " (kernels switched off)")
     written = int((~torch.isnan(out)).sum()) if out.is_floating_point() else int((out != torch.iinfo(out.dtype).min).sum())
     if written:
@@ -221,12 +226,19 @@ def require_kernel_does_work(ex: Exercise, fn: LearnerFunction, size, dev: str, 
 
 
 def launch_and_verify(ex: Exercise, fn: LearnerFunction, size, inputs, pristine, out, what: str,
-                      guard: correctness.Guarded | None = None, count: bool = False):
+                      guard: correctness.Guarded | None = None, count: bool = False, pick: int | None = None):
     """Poison `out`, launch once, then check the guard bands, that the inputs are untouched, and that
     `out` matches the reference. With `count`, returns what the tensor cores did (see `launch`)."""
     correctness.poison(out)
-    counted = launch(ex, fn, inputs, out, count=count)
-    verify(ex, size, inputs, pristine, out, what, guard)
+    counted = launch(ex, fn, inputs, out, count=count, pick=pick)
+    try:
+        verify(ex, size, inputs, pristine, out, what, guard)
+    except CheckFailed as exc:
+        ran = fn.last_facts.configs if pick is not None else []
+        if ran and exc.args:   # which of the learner's configurations gave the wrong result
+            exc.args = (f"{exc.args[0]}\n(Your autotuned kernel ran with {'; '.join(ran)}. Correctness checks "
+                        "run your configurations in turn, one per shape, untimed, so each must be right.)",)
+        raise
     return counted
 
 

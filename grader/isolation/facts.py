@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from ..cuda import launches, tccount, trace
+from ..cuda import autotune, launches, tccount, trace
 from ..cuda.gpu import has_gpu
 from .messages import BatchFacts, CallPolicy, Facts, RecordedKernel
 
@@ -159,6 +159,7 @@ class _Call:
         self.errors: list[str] = []
         self.ops: list[str] = []
         self.recorded: list = []
+        self.configs: list[str] = []       # the configuration each autotuned launch ran (config_pick)
         self.own: dict[str, int] = {}      # the learner's kernel launches that ran, by name
         self.package: list[str] = []       # Triton kernels launched from installed packages
         self.tally = tccount.Tally() if policy.count_tensor_cores and has_gpu() else None
@@ -188,6 +189,9 @@ class _Call:
         try:
             if launch.is_kernel and self.tally is not None:
                 result = tccount.launch_counted(launch, self.tally)
+            elif (launch.kind == "autotune" and self.policy.config_pick is not None
+                  and not from_package(launch.kernel)):   # a library's own autotuning is its business
+                result = autotune.run_picked(launch, self.policy.config_pick, self.configs)
             else:
                 result = launch.proceed()
             if launch.is_kernel and not foreign:
@@ -331,7 +335,8 @@ def _facts(call: _Call, threads: set, recorder: "trace.Recorder | None" = None,
                  stray_threads=_stray(threads), tampered=replaced, l2_limit=_l2_limit(),
                  tensor_cores=call.tally,
                  recorded=[RecordedKernel(k.name, k.source, tuple(k.options), k.where) for k in call.recorded],
-                 own_launches=dict(call.own), package_launches=list(call.package), device=device)
+                 own_launches=dict(call.own), package_launches=list(call.package), device=device,
+                 configs=list(call.configs))
 
 
 class _Traced:

@@ -31,6 +31,9 @@ class CallPolicy:
     record: bool = False               # launches are recorded, never run (chapter 4's inspection)
     count_tensor_cores: bool = False   # kernels run as instrumented copies that count their MMAs
     memory: bool = False               # measure the peak memory the call allocates
+    # A correctness trial: an autotuned kernel runs its configuration number config_pick, untimed
+    # (grader.cuda.autotune says why). None: the autotuner times its configurations as usual.
+    config_pick: int | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class Facts:
     peak_bytes: int | None = None                          # with CallPolicy.memory
     tensor_cores: Tally | None = None                      # with CallPolicy.count_tensor_cores
     recorded: list[RecordedKernel] = field(default_factory=list)   # with CallPolicy.record
+    configs: list[str] = field(default_factory=list)       # with CallPolicy.config_pick: what each autotuned launch ran
     # Device-side accounting (grader.cuda.trace, grader.isolation.foreign): the learner's own kernel
     # launches that ran, by name; Triton kernels launched from installed packages (not the learner's
     # cells or files); and what the device executed, or why it was not traced.

@@ -106,10 +106,12 @@ class LearnerFunction:
         """This launcher without the trailing arguments `with_trailing` added."""
         return self._bound(()) if self.trailing else self
 
-    def call(self, *args, launcher: bool = False, noop: bool = False, _policy: CallPolicy | None = None, **kwargs):
+    def call(self, *args, launcher: bool = False, noop: bool = False, config_pick: int | None = None,
+             _policy: CallPolicy | None = None, **kwargs):
         """One call. `launcher`: it is a kernel launcher, and the launcher rules apply (a kernel must run,
-        torch may not compute); `noop`: every kernel launch is skipped."""
-        policy = _policy or CallPolicy(launcher=launcher, noop=noop)
+        torch may not compute); `noop`: every kernel launch is skipped; `config_pick`: a correctness
+        trial, in which an autotuned kernel runs that one configuration (grader.cuda.autotune)."""
+        policy = _policy or CallPolicy(launcher=launcher, noop=noop, config_pick=config_pick)
         what = f"`{self.name}`"
         args = self.arguments(args)
         result, facts = self._run(args, kwargs, policy)

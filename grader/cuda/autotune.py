@@ -1,0 +1,76 @@
+"""Correctness trials run one of an autotuned kernel's configurations, chosen by the trial, untimed.
+
+Why: a correctness check asks whether the kernel computes the right thing, and timing every
+configuration at every new shape tells it nothing. At chapter 5's hidden shapes that timing was most
+of the grading time: each new (M, N, K) compiled and timed every configuration, 74.6 s for one hidden
+cell on an H100 (assets/results/issue15). It also let timing noise choose what was checked: the
+configuration that happened to win at a shape was the only one whose result was compared.
+
+So trial `pick` of a correctness check runs configuration number `pick` (modulo their count) among
+those the learner's own pruning (`prune_configs_by`) keeps for these arguments. A check over several
+shapes covers several configurations, the same ones on every run, in a learner's cell, in `ladder
+check` and in `ladder grade`. A configuration this GPU cannot run (out of shared memory or registers,
+a failed compile-time assertion) is passed over, as the autotuner passes it over, and the next one is
+taken. Every other call (speed cells, timed batches, the learner's own calls) autotunes as the
+learner's code asks. Triton's Autotuner takes its single configuration without timing it when it holds
+one, in every Triton version the course supports: that is the hook used here, restored after the call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .launches import Launch
+
+# Triton's own errors for a configuration this GPU cannot run; its autotuner skips these too.
+_PASSED_OVER = ("OutOfResources", "CompileTimeAssertionFailure", "PTXASError")
+
+
+def _autotuner_class():
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return None
+    return Autotuner
+
+
+def describe(config) -> str:
+    """A configuration as a learner wrote it: its meta-parameters, then num_warps and num_stages."""
+    values = {**getattr(config, "kwargs", {}),
+              **{k: getattr(config, k, None) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}}
+    return ", ".join(f"{k}={v}" for k, v in values.items() if v is not None and not (k == "num_ctas" and v == 1))
+
+
+def run_picked(launch: Launch, pick: int, used: list[str]) -> Any:
+    """Run the autotuned `launch` with configuration `pick` (see the module's docstring); what it ran
+    with is appended to `used` ("kernel: BLOCK_M=128, ..."), so that a wrong result can name it."""
+    autotuner = _autotuner_class()
+    tuner = launch.kernel
+    if autotuner is None or not isinstance(tuner, autotuner) or len(tuner.configs) <= 1:
+        return launch.proceed()
+    configs = tuner.configs
+    tuner.nargs = dict(zip(tuner.arg_names, launch.args))
+    try:
+        candidates = list(tuner.prune_configs(dict(launch.kwargs))) or list(configs)
+    finally:
+        tuner.nargs = None
+    start = pick % len(candidates)
+    passed_over: list[str] = []
+    try:
+        for config in candidates[start:] + candidates[:start]:
+            tuner.configs = [config]
+            try:
+                result = launch.proceed()
+            except Exception as exc:
+                if type(exc).__name__ not in _PASSED_OVER:
+                    used.append(f"{launch.name}: {describe(config)}")
+                    raise
+                passed_over.append(f"{describe(config)} ({type(exc).__name__})")
+                error = exc
+                continue
+            used.append(f"{launch.name}: {describe(config)}"
+                        + (f"; passed over: {'; '.join(passed_over)}" if passed_over else ""))
+            return result
+        raise error
+    finally:
+        tuner.configs = configs
