@@ -64,34 +64,30 @@ class Worker:
         self.keep = [result]
         return Called(result, facts)
 
-    def _native(self, t):
-        """A copy of `t` in memory this process allocated, same storage layout (guard bands included).
+    def _native(self, t, natives: dict, pairs: list):
+        """A view of `t` on memory this process allocated, same storage layout (guard bands included).
 
         Launching on memory mapped from the verifier (CUDA IPC) costs far more host time a launch
         than on the process's own memory, so timed batches run on native copies, refreshed from the
-        verifier's tensors before each batch and copied back after it.
+        verifier's tensors before each batch and copied back after it. Tensors that share a storage
+        (chapter 6b's dq, dk, dv and chapter 7's outputs are slices of one stacked tensor) share one
+        copy: a copy each would be copied back in turn, each undoing what the others' kernels wrote.
         """
         torch = self.torch
         storage = t.untyped_storage()
-        native = torch.empty(storage.nbytes(), dtype=torch.uint8, device=t.device)
-        view = torch.empty(0, dtype=t.dtype, device=t.device).set_(native.untyped_storage(), t.storage_offset(),
-                                                                 t.size(), t.stride())
-        whole = torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage)
-        return view, (whole, native)
+        key = storage.data_ptr()
+        if key not in natives:
+            natives[key] = torch.empty(storage.nbytes(), dtype=torch.uint8, device=t.device)
+            pairs.append((torch.empty(0, dtype=torch.uint8, device=t.device).set_(storage), natives[key]))
+        return torch.empty(0, dtype=t.dtype, device=t.device).set_(natives[key].untyped_storage(), t.storage_offset(),
+                                                                  t.size(), t.stride())
 
     def bind(self, msg: Bind) -> Bound:
         bid = len(self.bound) + 1
-        pairs, native_sets = [], []
+        pairs, native_sets, natives = [], [], {}
         for args in msg.argsets:
-            native_args = []
-            for a in args:
-                if isinstance(a, self.torch.Tensor) and self.has_gpu:
-                    view, pair = self._native(a)
-                    native_args.append(view)
-                    pairs.append(pair)
-                else:
-                    native_args.append(a)
-            native_sets.append(tuple(native_args))
+            native_sets.append(tuple(self._native(a, natives, pairs)
+                                     if isinstance(a, self.torch.Tensor) and self.has_gpu else a for a in args))
         self.bound[bid] = (self.ns[msg.name], native_sets, msg.kwargs, pairs)
         return Bound(bid)
 
