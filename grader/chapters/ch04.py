@@ -112,8 +112,9 @@ MMA_GEMM = replace(
     WMMA_GEMM, key="4c", title="mma.sync GEMM", where="the code cell under 'Exercise 4c'",
     signature="gemm_mma(a, b, out)",
     speed_hint="keep the tensor cores fed: ldmatrix from a swizzled (conflict-free) shared-memory layout, "
-               "at least 3 cp.async stages in flight (wait_group STAGES - 2), and a 128 x 128 block tile with "
-               "8 warps of 64 x 32 (4 x 4 m16n8k16 MMAs per 16-deep step), so each fragment feeds 4 MMAs.",
+               "3 or 4 cp.async stages in flight in dynamic shared memory (more than 48 KiB: pass shared_mem), "
+               "a 128 x 256 block tile with 8 warps of 64 x 64 (4 x 8 m16n8k16 MMAs per 16-deep step), and the "
+               "next step's fragments loaded while the current step's MMAs run.",
 )
 
 EXERCISES = (WMMA_GEMM, MMA_GEMM)

@@ -4,16 +4,22 @@
 cell that defines a kernel never fails on a machine without a GPU, and the released stub fails
 only where it is used, with a message that says where to write the kernel. Every launch goes
 through grader.cuda.launches, where the grader's checks see it.
+
+A launch may ask for more than 48 KiB of dynamic shared memory (`shared_mem=`): the kernel is then opted
+in to it (CUDA's cudaFuncAttributeMaxDynamicSharedMemorySize) up to this GPU's per-block limit, as a
+CUDA C++ program would do with cudaFuncSetAttribute before its launch.
 """
 
 from __future__ import annotations
 
+import operator
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import KernelLaunchError, NoGPUError
-from . import launches
+from . import archs, launches
+from .archs import KIB, STATIC_SHARED_LIMIT
 from .gpu import gpu_info, gpu_or_reason
 from .nvrtc import compile_cuda, compile_for_archs, nvrtc_available, require_written, target_arch
 
@@ -90,6 +96,7 @@ class CudaKernel:
         function = function or self.compile()
         import cupy
 
+        shared_mem = self._opt_in_shared(function, shared_mem)
         converted = tuple(as_kernel_arg(a) for a in args)
         try:
             function(grid, block, converted, shared_mem=shared_mem)
@@ -100,6 +107,58 @@ class CudaKernel:
             hint = " (a block holds at most 1024 threads)" if threads > 1024 else ""
             raise KernelLaunchError(
                 f"launching `{self.name}` with grid={grid}, block={block} failed: {exc}{hint}") from None
+
+    def _opt_in_shared(self, function, shared_mem) -> int:
+        """Above 48 KiB of dynamic shared memory, opt `function` in to `shared_mem` bytes (once per
+        function), or say clearly why this GPU cannot give them. Returns the bytes to launch with."""
+        given = shared_mem
+        try:
+            if isinstance(shared_mem, bool):
+                raise TypeError
+            shared_mem = operator.index(shared_mem)   # an int, or a NumPy integer
+        except TypeError:
+            shared_mem = -1
+        if shared_mem < 0:
+            raise KernelLaunchError(f"shared_mem for `{self.name}` must be a whole number of bytes (an int, 0 or more), "
+                                    f"got {given!r}")
+        if shared_mem <= STATIC_SHARED_LIMIT:
+            return shared_mem
+        opted = getattr(self, "_shared_opted", None)
+        if opted is None:
+            opted = self._shared_opted = {}
+        if opted.get(id(function), (None, -1))[1] >= shared_mem:
+            return shared_mem
+        limit, gpu = per_block_shared_limit()
+        static = int(getattr(function, "shared_size_bytes", 0) or 0)
+        if shared_mem + static > limit:
+            also = f" plus its {static:,} bytes of static __shared__ arrays" if static else ""
+            raise KernelLaunchError(
+                f"`{self.name}` asks for {shared_mem:,} bytes ({shared_mem / KIB:g} KiB) of dynamic shared memory{also}, "
+                f"more than the {limit:,} bytes ({limit / KIB:g} KiB) a block can have on this GPU ({gpu}): use fewer "
+                "stages or a smaller tile, and compute shared_mem from the same constants as the kernel")
+        try:
+            function.max_dynamic_shared_size_bytes = shared_mem
+        except Exception as exc:  # noqa: BLE001 - the driver's refusal, said with the figures
+            raise KernelLaunchError(
+                f"could not let `{self.name}` use {shared_mem:,} bytes of dynamic shared memory on {gpu} "
+                f"(limit {limit:,} bytes a block): {exc}") from None
+        opted[id(function)] = (function, shared_mem)   # the function kept alive, so its id is not reused
+        return shared_mem
+
+
+def per_block_shared_limit() -> tuple[int, str]:
+    """(bytes of shared memory a block may opt in to on this GPU, the GPU's name): the device's own
+    figure where torch reports it, else its architecture's (grader.cuda.archs)."""
+    info = gpu_info()
+    if info is None:
+        return archs.STATIC_SHARED_LIMIT, "no GPU"
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    limit = getattr(props, "shared_memory_per_block_optin", None)
+    if not limit:
+        limit = archs.of_capability(info.capability, info.name).max_shared_per_block
+    return int(limit), info.name
 
 
 def dims(value, what: str) -> tuple[int, ...]:

@@ -384,31 +384,56 @@ def test_gpu_wrong_submission_scores_what_its_docstring_promises(tmp_path):
 
 MMA_SRC = SOURCES["GEMM_MMA_SRC"]
 MMA_SNIPPETS = (
+    "extern __shared__ __align__(128) half smem[];",
+    "half* Bs = smem + STAGES * A_STAGE;",
+    "#define SMEM_BYTES (STAGES * (A_STAGE + B_STAGE) * 2)",
     "auto swz_a = [](int r, int ch) { return A_CHUNKS >= 8 ? (ch ^ (r & 7)) : (ch ^ ((r >> 1) & 3)); };",
     "auto swz_b = [](int r, int ch) { return ch ^ (r & 7); };",
-    "for (int i = tid; i < BM * A_CHUNKS; i += THREADS) {",
-    "const int r = i / A_CHUNKS, ch = i % A_CHUNKS;",
+    "const int id = blockIdx.y * gridDim.x + blockIdx.x;",
+    "const int per_group = GROUP_M * gridDim.x;",
+    "const int first_m = (id / per_group) * GROUP_M;",
+    "const int rows_m = min((int)gridDim.y - first_m, GROUP_M);",
+    "const int block_m = (first_m + (id % per_group) % rows_m) * BM;",
+    "const int block_n = ((id % per_group) / rows_m) * BN;",
+    "const bool a_vec = (K % 8) == 0 && ((size_t)a % 16) == 0;",
+    "const bool b_vec = (N % 8) == 0 && ((size_t)b % 16) == 0;",
+    "const bool interior = a_vec && b_vec && block_m + BM <= M && block_n + BN <= N;",
+    "if (interior && k0 + BK <= K) {",
+    "for (int p = 0; p < BM * A_CHUNKS / THREADS; ++p) {",
+    "const int i = tid + p * THREADS, r = i / A_CHUNKS, ch = i % A_CHUNKS;",
+    "cp_async16(as0 + (stage * A_STAGE + (r * A_CHUNKS + swz_a(r, ch)) * 8) * 2,",
+    "a + (size_t)(block_m + r) * K + k0 + ch * 8);",
+    "for (int p = 0; p < BK * B_CHUNKS / THREADS; ++p) {",
+    "const int i = tid + p * THREADS, r = i / B_CHUNKS, ch = i % B_CHUNKS;",
+    "cp_async16(bs0 + (stage * B_STAGE + (r * B_CHUNKS + swz_b(r, ch)) * 8) * 2,",
+    "b + (size_t)(k0 + r) * N + block_n + ch * 8);",
     "const int gr = block_m + r, gc = k0 + ch * 8;",
-    "half* dst = &As[stage][(r * A_CHUNKS + swz_a(r, ch)) * 8];",
-    "for (int i = tid; i < BK * B_CHUNKS; i += THREADS) {",
-    "const int r = i / B_CHUNKS, ch = i % B_CHUNKS;",
+    "half* dst = &As[stage * A_STAGE + (r * A_CHUNKS + swz_a(r, ch)) * 8];",
+    "if (a_vec && gr < M && gc + 8 <= K) {",
     "const int gr = k0 + r, gc = block_n + ch * 8;",
-    "half* dst = &Bs[stage][(r * B_CHUNKS + swz_b(r, ch)) * 8];",
+    "half* dst = &Bs[stage * B_STAGE + (r * B_CHUNKS + swz_b(r, ch)) * 8];",
+    "if (b_vec && gr < K && gc + 8 <= N) {",
     "if (s < slices) load_slice(s, s * BK);",
-    "cp_async_wait<STAGES - 2>();",
-    "const int next = t + STAGES - 1;",
-    "if (next < slices) load_slice(next % STAGES, next * BK);",
+    "cp_async_wait<STAGES - 1>();",
+    "load_fragments(0, 0, 0);",
     "const int stage = t % STAGES;",
+    "load_fragments((kk + 1) % 2, stage, kk + 1);",
+    "} else if (t + 1 < slices) {",
+    "cp_async_wait<STAGES - 2>();",
+    "const int next = t + STAGES;",
+    "if (next < slices) load_slice(stage, next * BK);",
+    "load_fragments(0, (t + 1) % STAGES, 0);",
+    "mma_16816(acc[i][j], af[kk % 2][i], bf[kk % 2][j]);",
+    "const unsigned as = as0 + stage * (A_STAGE * 2), bs = bs0 + stage * (B_STAGE * 2);",
     "const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;",
     "const int r = warp_m * WM + i * 16 + (lane % 16);",
     "const int ch = kk * 2 + lane / 16;",
-    "ldmatrix_x4(af[i], as + (r * A_CHUNKS + swz_a(r, ch)) * 16);",
+    "ldmatrix_x4(af[buf][i], as + (r * A_CHUNKS + swz_a(r, ch)) * 16);",
     "const int r = kk * 16 + (lane % 16);",
     "const int ch = (warp_n * WN + j * 16) / 8 + lane / 16;",
     "ldmatrix_x4_trans(q, bs + (r * B_CHUNKS + swz_b(r, ch)) * 16);",
-    "bf[2 * j][0] = q[0]; bf[2 * j][1] = q[1];",
-    "bf[2 * j + 1][0] = q[2]; bf[2 * j + 1][1] = q[3];",
-    "mma_16816(acc[i][j], af[i], bf[j]);",
+    "bf[buf][2 * j][0] = q[0]; bf[buf][2 * j][1] = q[1];",
+    "bf[buf][2 * j + 1][0] = q[2]; bf[buf][2 * j + 1][1] = q[3];",
     "const int g = lane / 4, tig = lane % 4;",
     "const int col = block_n + warp_n * WN + j * 8 + tig * 2;",
     "const int row = block_m + warp_m * WM + i * 16 + g + 8 * h;",
@@ -416,19 +441,34 @@ MMA_SNIPPETS = (
     "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
     "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
     "cp.async.cg.shared.global [%0], [%1], 16;",
+    "__launch_bounds__(THREADS, MIN_BLOCKS)",
 )
+# The variants the GPU script tries (assets/results/issue19/ch04_gpu.py), as #define changes.
+MMA_VARIANTS = {
+    "128x256x32-s4": {},
+    "128x256x32-s3": {"STAGES": 3},
+    "128x256x32-s5": {"STAGES": 5},
+    "256x128x32-s4": {"BM": 256, "BN": 128, "WARPS_M": 4, "WARPS_N": 2},
+    "128x128x64-s4-64x32": {"BN": 128, "BK": 64},
+    "128x128x32-s4-64x32": {"BN": 128},
+    "group1": {"GROUP_M": 1},
+}
 
 
 def _mma_config(src: str = MMA_SRC, **changes) -> dict:
     """The tile constants of GEMM_MMA_SRC (with `changes` applied as the GPU script's variants do)."""
     import re
-    cfg = {k: int(v) for k, v in re.findall(r"^#define (BM|BN|BK|STAGES|WARPS_M|WARPS_N) (\d+)$", src, re.M)}
-    assert set(cfg) == {"BM", "BN", "BK", "STAGES", "WARPS_M", "WARPS_N"}, cfg
+    names = ("BM", "BN", "BK", "STAGES", "WARPS_M", "WARPS_N", "MIN_BLOCKS", "GROUP_M")
+    cfg = {k: int(v) for k, v in re.findall(r"^#define (\w+) (\d+)\b", src, re.M) if k in names}
+    assert set(cfg) == set(names), cfg
     cfg.update(changes)
     cfg["THREADS"] = 32 * cfg["WARPS_M"] * cfg["WARPS_N"]
     cfg["WM"], cfg["WN"] = cfg["BM"] // cfg["WARPS_M"], cfg["BN"] // cfg["WARPS_N"]
     cfg["MT"], cfg["NT"] = cfg["WM"] // 16, cfg["WN"] // 8
+    cfg["KSTEPS"] = cfg["BK"] // 16
     cfg["A_CHUNKS"], cfg["B_CHUNKS"] = cfg["BK"] // 8, cfg["BN"] // 8
+    cfg["A_STAGE"], cfg["B_STAGE"] = cfg["BM"] * cfg["BK"], cfg["BK"] * cfg["BN"]
+    cfg["SMEM_BYTES"] = cfg["STAGES"] * (cfg["A_STAGE"] + cfg["B_STAGE"]) * 2
     return cfg
 
 
@@ -440,112 +480,163 @@ def _swz_b(r, ch):
     return ch ^ (r & 7)
 
 
+def _block_origin(bx, by, grid_x, grid_y, cfg):
+    """(block_m, block_n) of block (blockIdx.x, blockIdx.y): the kernel's launch-order remapping."""
+    bid = by * grid_x + bx
+    per_group = cfg["GROUP_M"] * grid_x
+    first_m = (bid // per_group) * cfg["GROUP_M"]
+    rows_m = min(grid_y - first_m, cfg["GROUP_M"])
+    return (first_m + (bid % per_group) % rows_m) * cfg["BM"], ((bid % per_group) // rows_m) * cfg["BN"]
+
+
 def _ldmatrix_x4(mem, addrs, trans):
     """PTX ldmatrix .m8n8.x4 .b16 on `mem` (halves): lanes 8m..8m+7 give the byte addresses of rows 0-7
     of matrix m; lane l receives in register m row l/4, columns 2(l%4), 2(l%4)+1 of matrix m (with
     .trans, of its transpose). Returns (32 lanes, 4 registers, 2 halves); every phase of 8 rows must
     be conflict-free (8 distinct 16-byte bank groups)."""
     import numpy as np
-    assert all(a % 16 == 0 for a in addrs), "ldmatrix rows must be 16-byte aligned"
+    addrs = np.asarray(addrs)
+    assert (addrs % 16 == 0).all(), "ldmatrix rows must be 16-byte aligned"
     for m in range(4):
-        groups = {(addrs[8 * m + r] // 16) % 8 for r in range(8)}
+        groups = {int(x) for x in (addrs[8 * m: 8 * m + 8] // 16) % 8}
         assert len(groups) == 8, f"ldmatrix phase {m}: rows hit bank groups {sorted(groups)}: a bank conflict"
-    mats = np.array([[mem[addrs[8 * m + r] // 2: addrs[8 * m + r] // 2 + 8] for r in range(8)] for m in range(4)])
+    rows = mem[(addrs // 2)[:, None] + np.arange(8)]          # (32 rows, 8 halves): row r of matrix r // 8
+    mats = rows.reshape(4, 8, 8)
     if trans:
         mats = mats.transpose(0, 2, 1)
-    out = np.empty((32, 4, 2))
-    for lane in range(32):
-        for m in range(4):
-            out[lane, m] = mats[m, lane // 4, 2 * (lane % 4): 2 * (lane % 4) + 2]
-    return out
+    lane = np.arange(32)
+    # out[lane, m, e] = mats[m, lane // 4, 2 (lane % 4) + e]
+    return mats[:, (lane // 4)[:, None], (2 * (lane % 4))[:, None] + np.arange(2)].transpose(1, 0, 2)
+
+
+# The PTX ISA's fragment tables for mma.m16n8k16 (groupID g = lane >> 2, threadID_in_group t = lane % 4),
+# as index arrays: A's element a_i of lane l sits at row g (i < 2 or 4 <= i < 6) else g + 8, column
+# 2t + (i & 1) (+ 8 for i >= 4); B's b_i at row 2t + (i & 1) (+ 8 for i >= 2), column g; C's c_i at row
+# g (+ 8 for i >= 2), column 2t + (i & 1).
+def _fragment_tables():
+    import numpy as np
+    lane = np.arange(32)[:, None]
+    g, t = lane >> 2, lane % 4
+    i8, i4 = np.arange(8)[None, :], np.arange(4)[None, :]
+    a_row = np.where((i8 < 2) | ((i8 >= 4) & (i8 < 6)), g, g + 8)
+    a_col = 2 * t + (i8 & 1) + np.where(i8 >= 4, 8, 0)
+    b_row = 2 * t + (i4 & 1) + np.where(i4 >= 2, 8, 0)
+    b_col = np.broadcast_to(g, (32, 4))
+    c_row = g + np.where(i4 >= 2, 8, 0)
+    c_col = 2 * t + (i4 & 1)
+    return a_row, a_col, b_row, b_col, c_row, c_col
+
+
+_FRAGMENTS = _fragment_tables()
 
 
 def _mma_16816(acc, a_regs, b_regs):
-    """PTX mma.m16n8k16.row.col f32.f16.f16.f32, from the PTX ISA's fragment tables (groupID = lane >> 2,
-    threadID_in_group = lane % 4): A a0..a7 at row g (i < 2 or 4 <= i < 6) else g + 8, column 2t + (i & 1)
-    (+ 8 for i >= 4); B b0..b3 at row 2t + (i & 1) (+ 8 for i >= 2), column g; C/D c0..c3 at row g (+ 8 for
-    i >= 2), column 2t + (i & 1). acc (32, 4), a_regs (32, 4, 2), b_regs (32, 2, 2)."""
+    """PTX mma.m16n8k16.row.col f32.f16.f16.f32 from the fragment tables: acc (32, 4) += the lanes'
+    C elements of A @ B. a_regs (32, 4, 2), b_regs (32, 2, 2): registers of two halves each, a_i in
+    register i // 2, half i % 2."""
     import numpy as np
+    a_row, a_col, b_row, b_col, c_row, c_col = _FRAGMENTS
     A, B = np.full((16, 16), np.nan), np.full((16, 8), np.nan)
-    for lane in range(32):
-        g, t = lane >> 2, lane % 4
-        for i in range(8):
-            row = g if (i < 2 or 4 <= i < 6) else g + 8
-            A[row, 2 * t + (i & 1) + (8 if i >= 4 else 0)] = a_regs[lane, i // 2, i % 2]
-        for i in range(4):
-            B[2 * t + (i & 1) + (8 if i >= 2 else 0), g] = b_regs[lane, i // 2, i % 2]
+    A[a_row, a_col] = a_regs.reshape(32, 8)
+    B[b_row, b_col] = b_regs.reshape(32, 4)
     assert not np.isnan(A).any() and not np.isnan(B).any(), "a fragment element was never filled"
-    D = A @ B
-    for lane in range(32):
-        g, t = lane >> 2, lane % 4
-        for i in range(4):
-            acc[lane, i] += D[g + (8 if i >= 2 else 0), 2 * t + (i & 1)]
+    acc += (A @ B)[c_row, c_col]
 
 
-def _emulate_gemm_mma(a, b, cfg):
-    """Run gemm_mma's index logic (producer, pipeline, ldmatrix addresses, fragments, epilogue) for every
-    block and warp, in float64."""
+def _emulate_gemm_mma(a, b, cfg, a_aligned=True, b_aligned=True, c_aligned=True):
+    """Run gemm_mma's index logic (launch order, producer with its fast and slow paths, pipeline,
+    register double buffering, ldmatrix addresses, fragments, epilogue) for every block and warp, in
+    float64. `*_aligned`: whether the kernel would find that pointer 16-byte (c: 8-byte) aligned."""
     import numpy as np
     M, K = a.shape
     N = b.shape[1]
     BM, BN, BK, S = cfg["BM"], cfg["BN"], cfg["BK"], cfg["STAGES"]
     AC, BC, T = cfg["A_CHUNKS"], cfg["B_CHUNKS"], cfg["THREADS"]
+    assert cfg["KSTEPS"] % 2 == 0, "two register buffers alternate: KSTEPS must be even"
     out = np.full((M, N), np.nan)
     slices = (K + BK - 1) // BK
-    for by in range((M + BM - 1) // BM):
-        for bx in range((N + BN - 1) // BN):
-            block_m, block_n = by * BM, bx * BN
+    grid_x, grid_y = (N + BN - 1) // BN, (M + BM - 1) // BM
+    a_vec = K % 8 == 0 and a_aligned
+    b_vec = N % 8 == 0 and b_aligned
+    c_vec = N % 2 == 0 and c_aligned
+    origins, fast_slices = [], 0
+    for by in range(grid_y):
+        for bx in range(grid_x):
+            block_m, block_n = _block_origin(bx, by, grid_x, grid_y, cfg)
+            assert 0 <= block_m < M and 0 <= block_n < N, (bx, by, block_m, block_n)
+            origins.append((block_m, block_n))
+            interior = a_vec and b_vec and block_m + BM <= M and block_n + BN <= N
+            # The stages in shared memory, in halves (NaN: never written).
             As, Bs = np.full((S, BM * BK), np.nan), np.full((S, BK * BN), np.nan)
 
             def load_slice(stage, k0):
+                nonlocal fast_slices
+                fast = interior and k0 + BK <= K
+                fast_slices += fast
                 for tid in range(T):
-                    for i in range(tid, BM * AC, T):
+                    for p in range(BM * AC // T):
+                        i = tid + p * T
                         r, ch = i // AC, i % AC
                         gr, gc = block_m + r, k0 + ch * 8
                         base = (r * AC + _swz_a(r, ch, cfg)) * 8
-                        for e in range(8):
-                            As[stage, base + e] = a[gr, gc + e] if gr < M and gc + e < K else 0.0
-                    for i in range(tid, BK * BC, T):
+                        if fast:   # the cp.async-only path reads 8 halves with no test: they must exist
+                            assert gr < M and gc + 8 <= K and a_vec, ("fast path out of A", gr, gc)
+                        As[stage, base: base + 8] = [a[gr, gc + e] if gr < M and gc + e < K else 0.0 for e in range(8)]
+                    for p in range(BK * BC // T):
+                        i = tid + p * T
                         r, ch = i // BC, i % BC
                         gr, gc = k0 + r, block_n + ch * 8
                         base = (r * BC + _swz_b(r, ch)) * 8
-                        for e in range(8):
-                            Bs[stage, base + e] = b[gr, gc + e] if gr < K and gc + e < N else 0.0
+                        if fast:
+                            assert gr < K and gc + 8 <= N and b_vec, ("fast path out of B", gr, gc)
+                        Bs[stage, base: base + 8] = [b[gr, gc + e] if gr < K and gc + e < N else 0.0 for e in range(8)]
 
-            acc = np.zeros((T // 32, 32, cfg["MT"], cfg["NT"], 4))
-            for s in range(S - 1):
+            warps = T // 32
+            acc = np.zeros((warps, 32, cfg["MT"], cfg["NT"], 4))
+            af = np.full((warps, 2, cfg["MT"], 32, 4, 2), np.nan)
+            bf = np.full((warps, 2, cfg["NT"], 32, 2, 2), np.nan)
+
+            def load_fragments(buf, stage, kk):
+                for warp in range(warps):
+                    warp_m, warp_n = warp // cfg["WARPS_N"], warp % cfg["WARPS_N"]
+                    for i in range(cfg["MT"]):
+                        addrs = []
+                        for lane in range(32):
+                            r = warp_m * cfg["WM"] + i * 16 + (lane % 16)
+                            ch = kk * 2 + lane // 16
+                            addrs.append((r * AC + _swz_a(r, ch, cfg)) * 16)
+                        af[warp, buf, i] = _ldmatrix_x4(As[stage], addrs, trans=False)
+                    for j in range(cfg["NT"] // 2):
+                        addrs = []
+                        for lane in range(32):
+                            r = kk * 16 + (lane % 16)
+                            ch = (warp_n * cfg["WN"] + j * 16) // 8 + lane // 16
+                            addrs.append((r * BC + _swz_b(r, ch)) * 16)
+                        q = _ldmatrix_x4(Bs[stage], addrs, trans=True)
+                        bf[warp, buf, 2 * j], bf[warp, buf, 2 * j + 1] = q[:, 0:2], q[:, 2:4]
+
+            for s in range(S):                       # prologue: slices 0 .. S-1
                 if s < slices:
                     load_slice(s, s * BK)
+            load_fragments(0, 0, 0)
             for t in range(slices):
-                nxt = t + S - 1
-                if nxt < slices:
-                    assert nxt % S != t % S, "the refill must not overwrite the slice being multiplied"
-                    load_slice(nxt % S, nxt * BK)
                 stage = t % S
-                for kk in range(BK // 16):
-                    for warp in range(T // 32):
-                        warp_m, warp_n = warp // cfg["WARPS_N"], warp % cfg["WARPS_N"]
-                        af = []
-                        for i in range(cfg["MT"]):
-                            addrs = []
-                            for lane in range(32):
-                                r = warp_m * cfg["WM"] + i * 16 + (lane % 16)
-                                ch = kk * 2 + lane // 16
-                                addrs.append((r * AC + _swz_a(r, ch, cfg)) * 16)
-                            af.append(_ldmatrix_x4(As[stage], addrs, trans=False))
-                        bf = [None] * cfg["NT"]
-                        for j in range(cfg["NT"] // 2):
-                            addrs = []
-                            for lane in range(32):
-                                r = kk * 16 + (lane % 16)
-                                ch = (warp_n * cfg["WN"] + j * 16) // 8 + lane // 16
-                                addrs.append((r * BC + _swz_b(r, ch)) * 16)
-                            q = _ldmatrix_x4(Bs[stage], addrs, trans=True)
-                            bf[2 * j], bf[2 * j + 1] = q[:, 0:2], q[:, 2:4]
+                for kk in range(cfg["KSTEPS"]):
+                    if kk + 1 < cfg["KSTEPS"]:
+                        load_fragments((kk + 1) % 2, stage, kk + 1)
+                    elif t + 1 < slices:
+                        # the barrier: slice t is wholly in registers; its buffer takes slice t + S
+                        nxt = t + S
+                        if nxt < slices:
+                            assert stage != (t + 1) % S, "the refill must not overwrite the next slice"
+                            As[stage], Bs[stage] = np.nan, np.nan   # what was there is gone
+                            load_slice(stage, nxt * BK)
+                        load_fragments(0, (t + 1) % S, 0)
+                    for warp in range(warps):
                         for i in range(cfg["MT"]):
                             for j in range(cfg["NT"]):
-                                _mma_16816(acc[warp, :, i, j], af[i], bf[j])
-            for warp in range(T // 32):
+                                _mma_16816(acc[warp, :, i, j], af[warp, kk % 2, i], bf[warp, kk % 2, j])
+            for warp in range(warps):
                 warp_m, warp_n = warp // cfg["WARPS_N"], warp % cfg["WARPS_N"]
                 for lane in range(32):
                     g, tig = lane // 4, lane % 4
@@ -554,9 +645,16 @@ def _emulate_gemm_mma(a, b, cfg):
                             col = block_n + warp_n * cfg["WN"] + j * 8 + tig * 2
                             for h in range(2):
                                 row = block_m + warp_m * cfg["WM"] + i * 16 + g + 8 * h
+                                if row >= M:
+                                    continue
                                 for e in range(2):
-                                    if row < M and col + e < N:
+                                    if col + e < N:
+                                        assert np.isnan(out[row, col + e]), f"({row}, {col + e}) written twice"
                                         out[row, col + e] = acc[warp, lane, i, j, 2 * h + e]
+                                if c_vec and col + 1 < N:
+                                    assert (row * N + col) % 2 == 0, "a float2 store must be 8-byte aligned"
+    assert len(set(origins)) == grid_x * grid_y, "two blocks got the same tile"
+    _emulate_gemm_mma.fast_slices = fast_slices
     return out
 
 
@@ -565,23 +663,68 @@ def test_gemm_mma_source_holds_every_index_expression_the_emulation_copies():
     assert not missing, missing
 
 
-@pytest.mark.parametrize("changes", [{}, {"BN": 64, "STAGES": 4, "WARPS_M": 4, "WARPS_N": 2},
-                                     {"BM": 64, "STAGES": 4, "WARPS_M": 1, "WARPS_N": 8}],
-                         ids=["128x128x32-s3", "128x64x32-s4", "64x128x32-s4"])
-def test_gemm_mma_emulated_in_numpy_matches_a_at_b(changes):
-    """Fragments, ldmatrix addresses (conflict-free, checked inside), swizzle, producer, pipeline and
-    epilogue, emulated for every block and warp at a shape with edges in M, N and K."""
+def _emulated_case(cfg, m, n, k, **aligned):
+    """Emulate at m x n x k against float64 a @ b; check that the fast path ran exactly where it may:
+    every full slice of every interior block, when A and B are 16-byte aligned row by row."""
     import numpy as np
-    cfg = _mma_config(**changes)
     rng = np.random.default_rng(0)
-    m, n, k = cfg["BM"] + 22, cfg["BN"] + 8, 3 * cfg["BK"] + 9     # 2 x 2 blocks, 4 slices, ragged edges
     a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
-    got = _emulate_gemm_mma(a, b, cfg)
+    got = _emulate_gemm_mma(a, b, cfg, **aligned)
     assert not np.isnan(got).any(), "some outputs were never written"
     np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)
+    vec = k % 8 == 0 and n % 8 == 0 and aligned.get("a_aligned", True) and aligned.get("b_aligned", True)
+    expected = (m // cfg["BM"]) * (n // cfg["BN"]) * (k // cfg["BK"]) if vec else 0
+    assert _emulate_gemm_mma.fast_slices == expected, (_emulate_gemm_mma.fast_slices, expected)
+    return expected
 
 
-@pytest.mark.parametrize("bk, bn", [(32, 128), (32, 64), (64, 128), (32, 256)])
+@pytest.mark.parametrize("name", list(MMA_VARIANTS))
+def test_gemm_mma_emulated_in_numpy_matches_a_at_b(name):
+    """Fragments, ldmatrix addresses (conflict-free, checked inside), swizzle, launch order, producer
+    (fast path on interior blocks, checked to stay inside), pipeline and epilogue, emulated for every
+    block and warp: 2 x 2 blocks (some interior), 4 slices, ragged edges in M and N, K a multiple of 8
+    with a partial last slice."""
+    cfg = _mma_config(**MMA_VARIANTS[name])
+    fast = _emulated_case(cfg, cfg["BM"] + 24, cfg["BN"] + 8, 3 * cfg["BK"] + 8)
+    assert fast == 3, "the one interior block takes the fast path for its 3 full slices"
+
+
+@pytest.mark.parametrize("m, n, k, aligned", [
+    (1, 1, 1, {}), (17, 33, 9, {}), (40, 24, 40, {"a_aligned": False}), (150, 136, 105, {}),
+    (136, 264, 40, {"c_aligned": False}), (256, 264, 64, {"b_aligned": False}), (256, 520, 72, {})])
+def test_gemm_mma_emulated_on_awkward_shapes(m, n, k, aligned):
+    """The shipped tile at shapes with K not a multiple of 8, unaligned pointers (no fast path), a single
+    element, a single block, and 2 x 2 interior blocks."""
+    _emulated_case(_mma_config(), m, n, k, **aligned)
+
+
+def test_gemm_mma_emulation_catches_a_wrong_fragment_layout(monkeypatch):
+    """The emulation can fail: B's k rows 2t and 2t + 1 swapped in the fragment table give wrong sums."""
+    import sys
+    import numpy as np
+    a_row, a_col, b_row, b_col, c_row, c_col = _FRAGMENTS
+    swapped = b_row ^ 1
+    monkeypatch.setattr(sys.modules[__name__], "_FRAGMENTS", (a_row, a_col, swapped, b_col, c_row, c_col))
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((20, 40)), rng.standard_normal((40, 24))
+    got = _emulate_gemm_mma(a, b, _mma_config())
+    with pytest.raises(AssertionError, match="Not equal to tolerance"):
+        np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_gemm_mma_launch_order_covers_every_tile_once():
+    for group in (1, 3, 8):
+        cfg = _mma_config(GROUP_M=group)
+        for grid_x, grid_y in ((1, 1), (16, 32), (5, 7), (3, 17), (1, 9)):
+            tiles = [_block_origin(x, y, grid_x, grid_y, cfg) for y in range(grid_y) for x in range(grid_x)]
+            assert sorted(tiles) == sorted((m * cfg["BM"], n * cfg["BN"]) for m in range(grid_y) for n in range(grid_x))
+    # GROUP_M = 8 at 4096^3: the first 8 ids walk down one block column, 8 block rows
+    cfg = _mma_config(GROUP_M=8)
+    assert [_block_origin(i, 0, 16, 32, cfg) for i in range(9)] == \
+        [(m * cfg["BM"], 0) for m in range(8)] + [(0, cfg["BN"])]
+
+
+@pytest.mark.parametrize("bk, bn", [(32, 128), (32, 64), (64, 128), (32, 256), (64, 256)])
 def test_gemm_mma_swizzle_is_a_permutation_and_conflict_free(bk, bn):
     cfg = _mma_config(BK=bk, BN=bn)
     for chunks, swz in ((cfg["A_CHUNKS"], lambda r, c: _swz_a(r, c, cfg)), (cfg["B_CHUNKS"], _swz_b)):
@@ -606,14 +749,31 @@ def test_gemm_mma_without_the_swizzle_would_conflict():
         _ldmatrix_x4(mem, addrs, trans=True)
 
 
+def test_ldmatrix_emulation_follows_the_ptx_table():
+    """Lane l, register m: row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 of matrix m (transposed: of its
+    transpose), where lanes 8m..8m+7 gave matrix m's row addresses."""
+    import numpy as np
+    mem = np.arange(32 * 64, dtype=float)                     # 32 rows of 64 halves (128 bytes)
+    addrs = [r * 128 + 16 * (r % 8) for r in range(32)]      # row r at chunk r % 8 of its own row
+    for trans in (False, True):
+        got = _ldmatrix_x4(mem, addrs, trans)
+        for lane in range(32):
+            for m in range(4):
+                for e in range(2):
+                    row, col = (lane // 4, 2 * (lane % 4) + e) if not trans else (2 * (lane % 4) + e, lane // 4)
+                    assert got[lane, m, e] == mem[addrs[8 * m + row] // 2 + col]
+
+
 def test_gemm_mma_producer_loads_every_element_of_both_tiles_exactly_once_per_stage():
-    for changes in ({}, {"BN": 64, "STAGES": 4, "WARPS_M": 4, "WARPS_N": 2}):
-        cfg = _mma_config(**changes)
+    for name in ("128x256x32-s4", "256x128x32-s4", "128x128x64-s4-64x32", "128x128x32-s4-64x32"):
+        cfg = _mma_config(**MMA_VARIANTS[name])
         for rows, chunks, swz in ((cfg["BM"], cfg["A_CHUNKS"], lambda r, c: _swz_a(r, c, cfg)),
                                   (cfg["BK"], cfg["B_CHUNKS"], _swz_b)):
+            assert rows * chunks % cfg["THREADS"] == 0
             sources, slots = [], []
             for tid in range(cfg["THREADS"]):
-                for i in range(tid, rows * chunks, cfg["THREADS"]):
+                for p in range(rows * chunks // cfg["THREADS"]):
+                    i = tid + p * cfg["THREADS"]
                     r, ch = i // chunks, i % chunks
                     sources += [(r, ch * 8 + e) for e in range(8)]
                     slots += [(r * chunks + swz(r, ch)) * 8 + e for e in range(8)]
@@ -621,15 +781,18 @@ def test_gemm_mma_producer_loads_every_element_of_both_tiles_exactly_once_per_st
             assert sorted(slots) == list(range(rows * chunks * 8))
 
 
-def test_gemm_mma_pipeline_group_count_leaves_slice_t_landed():
-    """cp.async.wait_group STAGES-2 after STAGES-1+t commits: groups 0..t complete, slice t in group t."""
-    for stages in (3, 4):
-        for slices in (1, 2, 5, 9):
-            committed = stages - 1
-            for t in range(slices):
-                pending_allowed = stages - 2
-                complete = committed - pending_allowed
-                assert complete >= t + 1
+def test_gemm_mma_pipeline_group_count_leaves_the_right_slice_landed():
+    """Prologue: STAGES commits, wait_group STAGES-1 leaves group 0 (slice 0) complete. Before the barrier
+    of slice t: STAGES + t commits, wait_group STAGES-2 leaves groups 0..t+1 complete (slice t+1 among
+    them); the refill then goes to slice t's buffer, which holds none of slices t+1 .. t+STAGES-1."""
+    for stages in (2, 3, 4, 5):
+        for slices in (1, 2, 3, 5, 9):
+            committed = stages
+            assert committed - (stages - 1) >= 1
+            for t in range(slices - 1):
+                assert committed - (stages - 2) >= t + 2
+                live = {(t + d) % stages for d in range(1, stages)}
+                assert t % stages not in live
                 committed += 1
 
 
@@ -640,13 +803,49 @@ def test_gemm_mma_compiles_without_spills_and_uses_mma_ldmatrix_cp_async(arch):
     built = build_cuda("04_tensor_cores", "GEMM_MMA_SRC", MMA_SRC, by_name(arch))
     assert built.ok, built.error
     ptx = built.compiled.ptx
-    assert ptx.count("mma.sync.aligned.m16n8k16") >= 16 and "ldmatrix.sync.aligned.m8n8.x4.trans" in ptx
+    assert ptx.count("mma.sync.aligned.m16n8k16") >= 64 and "ldmatrix.sync.aligned.m8n8.x4.trans" in ptx
     assert "ldmatrix.sync.aligned.m8n8.x4.shared" in ptx and "cp.async.cg.shared.global" in ptx
-    assert "cp.async.wait_group 1" in ptx
+    cfg = _mma_config()
+    assert f"cp.async.wait_group {cfg['STAGES'] - 1}" in ptx and f"cp.async.wait_group {cfg['STAGES'] - 2}" in ptx
     usage = built.usage["gemm_mma"]
     assert usage.registers <= 255 and usage.spill_bytes == 0 and usage.stack == 0, usage
-    assert usage.static_shared <= 48 * 1024
+    # Every stage is dynamic shared memory: none static, and the launch's bytes fit this architecture.
+    assert usage.static_shared == 0
+    assert cfg["SMEM_BYTES"] == 96 * 1024 <= by_name(arch).max_shared_per_block
     assert not built.problems(by_name(arch))["gemm_mma"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in MMA_VARIANTS if n != "128x256x32-s4"])
+def test_gemm_mma_variants_compile_for_sm90_without_spills(name):
+    import re
+    from grader.cuda.archs import by_name
+    from grader.notebooks.shipped import build_cuda
+    src = MMA_SRC
+    for key, value in MMA_VARIANTS[name].items():
+        src, n = re.subn(rf"^#define {key} \d+\b", f"#define {key} {value}", src, flags=re.M)
+        assert n == 1, key
+    built = build_cuda("04_tensor_cores", "GEMM_MMA_SRC", src, by_name("sm_90"))
+    assert built.ok, built.error
+    usage = built.usage["gemm_mma"]
+    assert usage.spill_bytes == 0 and usage.stack == 0 and usage.static_shared == 0, usage
+    assert _mma_config(src)["SMEM_BYTES"] <= by_name("sm_90").max_shared_per_block
+
+
+def test_gemm_mma_launcher_asks_for_the_kernels_shared_memory_and_grid():
+    """The launcher's grid and shared_mem come from the same #defines as the kernel's SMEM_BYTES."""
+    from grader.cuda import launches
+    ns = {}
+    cell = "".join(next(c for c in json.loads(SOLUTION.read_text())["cells"]
+                        if c["metadata"]["nbgrader"]["grade_id"] == "mma-solution")["source"])
+    exec("import numpy as np\nfrom grader import load_kernel\n" + cell, ns)
+    cfg = _mma_config()
+    assert ns["MMA_SHARED"] == cfg["SMEM_BYTES"] and ns["MMA_THREADS"] == cfg["THREADS"]
+    seen = []
+    with launches.intercept(lambda launch: seen.append((launch.grid, launch.block, launch.shared_mem))):
+        ns["gemm_mma"](torch.empty(300, 40, dtype=torch.float16), torch.empty(40, 600, dtype=torch.float16),
+                       torch.empty(300, 600))
+    assert seen == [((3, 3), (256,), 96 * 1024)]
 
 
 def test_gemm_mma_is_refused_for_sm75_with_the_reason():
