@@ -592,7 +592,7 @@ def check_attention_stretch(attention) -> SpeedResult | None:
     return None
 
 
-# The tuned forward (stretch goal 1b): against torch SDPA at D = 64 and 128, causal and not, bar
+# The tuned forward (stretch goal 1b): against torch SDPA's FlashAttention backend at D = 64 and 128, causal and not, bar
 # "6-stretch-fast", reported only.
 FAST_CASES = ((64, False), (64, True), (128, False), (128, True))
 
@@ -647,8 +647,8 @@ def fast_exercise(d: int, causal: bool) -> Exercise:
 
 
 def check_attention_fast(attention_fast) -> list | None:
-    """Stretch 1b: the tuned forward, correct (causal and not) and then timed against torch SDPA at D = 64
-    and 128, causal and not (bar 6-stretch-fast, reported only). Never stops Run All."""
+    """Stretch 1b: the tuned forward, correct (causal and not), then timed against SDPA (FlashAttention)
+    at D = 64 and 128, causal and not (bar 6-stretch-fast, reported only). Never stops Run All."""
     try:
         check_attention(attention_fast, sizes=[(1, 2, 100, 64), (2, 1, 77, 128)] if not gpu_or_reason()[0] else None,
                         trials=1)
