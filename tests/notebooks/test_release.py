@@ -121,6 +121,18 @@ def test_released_notebook_hides_tests_and_solutions(name):
     assert sum(c["points"] for c in graded_cells(nb)) > 0
 
 
+@pytest.mark.parametrize("name", assignments(ROOT))
+def test_every_nbgrader_cell_has_a_role_autograde_accepts(name):
+    """A cell with nbgrader metadata but no role (not graded, not a solution, not locked, not a task) loses
+    its grade_id when nbgrader autogrades it, and autograde then fails on the whole notebook: chapter 4's
+    prediction cell did, and every student of that chapter would have scored nothing."""
+    source = next((ROOT / "solutions" / name).glob("*.ipynb"))
+    roleless = [c["metadata"]["nbgrader"].get("grade_id") for c in json.loads(source.read_text())["cells"]
+                if "nbgrader" in c.get("metadata", {})
+                and not any(c["metadata"]["nbgrader"].get(k) for k in ("grade", "solution", "locked", "task"))]
+    assert not roleless, f"{source.name}: give these cells a role or no nbgrader metadata: {roleless}"
+
+
 def test_cuda_solution_markers_live_in_c_comments():
     from grader.learner.cells import cuda_sources
     checked = 0
