@@ -49,16 +49,23 @@ class Session:
         return self.gpu is not None
 
 
+def quiet_session() -> Session:
+    """The session `start()` returns, made without printing or measuring: in the grader's worker, and in
+    the verifier, where a test cell's `session` (`session.has_gpu`) is the grader's own, never the
+    learner's object."""
+    info = gpu_info()
+    if info is None:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    return Session(info, cached_ceilings() if info else None)
+
+
 def start(chapter: int) -> Session:
     # What the learner's cells must not replace or change is noted now, before any of them runs.
     facts.start_watching()
     config.pin()
     if config.quiet_start():
         # Inside the grader's worker process: the same session, without printing or measuring.
-        info = gpu_info()
-        if info is None:
-            os.environ.setdefault("TRITON_INTERPRET", "1")
-        return Session(info, cached_ceilings() if info else None)
+        return quiet_session()
     install_error_display()
     info = gpu_info()
     if info is None:

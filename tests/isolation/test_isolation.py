@@ -191,3 +191,14 @@ def test_causal_baseline_is_the_learners_launcher_with_causal_false_wherever_it_
     assert ch06.bind(fn, True).base().trailing == ()
     local = ch06.causal_exercise(lambda q, k, v, out, causal: None).baseline
     assert isinstance(local, LocalFunction) and local.trailing == (False,)
+
+
+def test_a_test_cell_reads_the_graders_own_session_not_the_learners():
+    # Hidden tests pick their sizes with `session.has_gpu` (chapters 7 and 8). The learner's `session`
+    # would reach the verifier as a stand-in without that attribute; a learner's fake must not count.
+    cells = [("setup", "class Fake:\n    has_gpu = 'the learner says so'\nsession = Fake()\n")]
+    source = ("from grader.harness.session import Session\n"
+              "assert type(session) is Session, type(session)\n"
+              "assert session.has_gpu in (True, False)\n")
+    verdict = isolate.check_sources(cells, source, "session-cell")
+    assert verdict.passed, verdict.message
