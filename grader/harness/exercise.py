@@ -336,14 +336,7 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
     guard = correctness.guarded(ex.make_output(size, dev))
     out = guard.out
     out_base = ex.make_output(size, dev)
-    others, unavailable = {}, {}
-    for name, factory in ex.others.items():
-        try:
-            other = factory()
-            other(*inputs)  # compile and warm up outside the timed rounds
-            others[name] = (lambda o=other: o(*inputs))
-        except Exception as exc:  # reported only, never graded: say why and go on
-            unavailable[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    others, unavailable = reported_beside(ex, inputs, dev)
     baselines = {ex.baseline_name: ex.baseline, **ex.baseline_alternatives}
     for name, alt in ex.baseline_alternatives.items():
         others[name] = (lambda a=alt: a(*inputs, out_base))
@@ -490,6 +483,26 @@ def ungraded_timing_skipped(what: str) -> bool:
     print(f"{what}: not timed while the grader runs this notebook (it decides no score); run the cell in your "
           "notebook to see it.")
     return True
+
+
+def reported_beside(ex: Exercise, inputs, dev: str) -> tuple[dict, dict]:
+    """The exercise's `others` (timed beside the baseline, never graded), each compiled and warmed up
+    here: ({name: call}, {name: why it is not measured}). They decide no score, so the grader's own runs
+    on a GPU leave them out (see `ungraded_timing_skipped`): torch.compile's first call alone took
+    seconds per student."""
+    others, unavailable = {}, {}
+    skipped = config.grader_run() and dev == "cuda"
+    for name, factory in ex.others.items():
+        if skipped:
+            unavailable[name] = "not timed while the grader runs this notebook (it decides no score)"
+            continue
+        try:
+            other = factory()
+            other(*inputs)  # compile and warm up outside the timed rounds
+            others[name] = (lambda o=other: o(*inputs))
+        except Exception as exc:  # reported only, never graded: say why and go on
+            unavailable[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return others, unavailable
 
 
 def check_stretch(ex: Exercise, fn, bar_key: str, sizes, names: str) -> SpeedResult | None:

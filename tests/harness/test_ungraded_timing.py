@@ -29,3 +29,21 @@ def test_a_worked_version_is_not_timed_in_the_graders_run(monkeypatch, capsys):
     monkeypatch.setattr(exercise, "measure_speed", measured)
     assert exercise.measure_version(None, lambda *a: None, "unfused") is None
     assert "unfused: not timed while the grader runs this notebook" in capsys.readouterr().out
+
+
+def test_what_a_speed_cell_reports_beside_the_baseline_is_left_out_of_the_graders_run(monkeypatch):
+    from dataclasses import replace
+
+    from grader.chapters import ch05
+
+    def compiled():
+        raise AssertionError("torch.compile ran although the grader runs the notebook")
+
+    ex = replace(ch05.FUSED, others={"torch.compile": compiled})
+    monkeypatch.setattr(config, "grader_run", lambda: True)
+    others, unavailable = exercise.reported_beside(ex, (), "cuda")
+    assert others == {} and "not timed while the grader runs this notebook" in unavailable["torch.compile"]
+    monkeypatch.setattr(config, "grader_run", lambda: False)
+    ex = replace(ch05.FUSED, others={"double": lambda: (lambda x: 2 * x)})
+    others, unavailable = exercise.reported_beside(ex, (3,), "cuda")
+    assert others["double"]() == 6 and unavailable == {}
