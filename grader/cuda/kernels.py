@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from ..errors import KernelLaunchError, NoGPUError
 from . import archs, launches
 from .archs import KIB, STATIC_SHARED_LIMIT
-from .gpu import gpu_info, gpu_or_reason
+from .gpu import arch_here, gpu_info, gpu_or_reason
 from .nvrtc import compile_cuda, compile_for_archs, nvrtc_available, require_written, target_arch
 
 
@@ -39,6 +39,8 @@ class CudaKernel:
         self.options = tuple(options)
         self.where = where
         self._function = None
+        # id(function) -> (function, bytes it was opted in to): the function kept alive, so its id is not reused.
+        self._shared_opted: dict[int, tuple[Any, int]] = {}
 
     def __repr__(self) -> str:
         state = "compiled" if self._function is not None else "not compiled yet"
@@ -123,9 +125,7 @@ class CudaKernel:
                                     f"got {given!r}")
         if shared_mem <= STATIC_SHARED_LIMIT:
             return shared_mem
-        opted = getattr(self, "_shared_opted", None)
-        if opted is None:
-            opted = self._shared_opted = {}
+        opted = self._shared_opted
         if opted.get(id(function), (None, -1))[1] >= shared_mem:
             return shared_mem
         limit, gpu = per_block_shared_limit()
@@ -142,23 +142,17 @@ class CudaKernel:
             raise KernelLaunchError(
                 f"could not let `{self.name}` use {shared_mem:,} bytes of dynamic shared memory on {gpu} "
                 f"(limit {limit:,} bytes a block): {exc}") from None
-        opted[id(function)] = (function, shared_mem)   # the function kept alive, so its id is not reused
+        opted[id(function)] = (function, shared_mem)
         return shared_mem
 
 
 def per_block_shared_limit() -> tuple[int, str]:
-    """(bytes of shared memory a block may opt in to on this GPU, the GPU's name): the device's own
-    figure where torch reports it, else its architecture's (grader.cuda.archs)."""
+    """(bytes of shared memory a block may opt in to on this GPU, the GPU's name): grader.cuda.gpu's
+    figure for this GPU (the device's own where torch reports it, else its architecture's)."""
     info = gpu_info()
     if info is None:
         return archs.STATIC_SHARED_LIMIT, "no GPU"
-    import torch
-
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    limit = getattr(props, "shared_memory_per_block_optin", None)
-    if not limit:
-        limit = archs.of_capability(info.capability, info.name).max_shared_per_block
-    return int(limit), info.name
+    return arch_here().max_shared_per_block, info.name
 
 
 def dims(value, what: str) -> tuple[int, ...]:
