@@ -19,6 +19,8 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | LADDER_NO_DISASSEMBLER        | unset   | any value: hide cuobjdump and nvdisasm (chapter 4 falls back to PTX) |
 | LADDER_QUIET_START            | unset   | "1": `start()` prints and measures nothing (set by the grader's own processes) |
 | LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
+| LADDER_SHARED_GPU             | unset   | "1" in a check run ahead of its notebook, beside others on the same GPU (grader/notebooks/ahead.py): anything it would time defers it (grader/cuda/sharing.py) |
+| LADDER_CHECKS_AT_ONCE         | half the CPUs, at most 4 | how many of a notebook's graded checks `ladder grade` and `ladder check --isolated` run ahead of the notebook at once; 1 runs every check when its cell is reached |
 | LADDER_GRADER_RUN             | unset   | "1" in the kernels of `ladder check` and `ladder grade` (set by grader/notebooks/nbexec.py): `profile()` shows the recorded rungs instead of running Nsight Compute |
 """
 
@@ -131,10 +133,33 @@ def trace_enabled() -> bool:
     return _get("LADDER_TRACE") != "0"
 
 
+def shared_gpu() -> bool:
+    """This process's check runs beside other checks on the same GPU (grader.cuda.sharing)."""
+    return _get("LADDER_SHARED_GPU") == "1"
+
+
+def checks_at_once() -> int:
+    """How many graded checks of one notebook run at once ahead of it (grader.notebooks.ahead); 1: none ahead.
+    Half the CPUs the process may use, at most 4: the checks compile kernels on the CPU, and each holds a
+    CUDA context and its inputs on the student's GPU."""
+    raw = _get("LADDER_CHECKS_AT_ONCE")
+    if raw not in (None, ""):
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError(f"LADDER_CHECKS_AT_ONCE={raw!r} is not a whole number") from None
+        if value < 1:
+            raise ValueError(f"LADDER_CHECKS_AT_ONCE={raw!r}: at least 1 (1 runs no check ahead)")
+        return value
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(4, cpus // 2))
+
+
 # The variables above, for a child process that must see the same settings and for tests.
 VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
              "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
-             "LADDER_NO_DISASSEMBLER", "LADDER_QUIET_START", "LADDER_TRACE", GRADER_RUN)
+             "LADDER_NO_DISASSEMBLER", "LADDER_QUIET_START", "LADDER_TRACE", "LADDER_SHARED_GPU",
+             "LADDER_CHECKS_AT_ONCE", GRADER_RUN)
 
 
 def grader_run() -> bool:

@@ -10,6 +10,8 @@ it did. The codes are listed in `REASONS`.
 
 from __future__ import annotations
 
+DEFERRED = "deferred"   # a check run ahead of its notebook that needs the GPU to itself (grader.cuda.sharing)
+
 REASONS = {
     "failed": "a check did not pass",
     "not-written": "the exercise still holds the released stub",
@@ -42,6 +44,8 @@ REASONS = {
     "sanitizer-memcheck": "compute-sanitizer memcheck found an invalid memory access",
     "sanitizer-racecheck": "compute-sanitizer racecheck found a shared-memory race",
     "sanitizer-synccheck": "compute-sanitizer synccheck found an invalid barrier",
+    DEFERRED: "no verdict: a check run ahead beside others on one GPU would have timed something "
+              "(grader/cuda/sharing.py); it runs again alone when its cell is reached, and never counts",
 }
 
 

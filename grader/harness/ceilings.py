@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import config
 from ..cuda.gpu import GPUInfo, gpu_info, gpu_or_reason, matmul_precision
+from ..cuda.sharing import require_own_gpu
 
 @dataclass(frozen=True)
 class Ceilings:
@@ -34,6 +35,7 @@ def _cache_file(info: GPUInfo) -> Path:
 
 def measure_ceilings() -> Ceilings:
     """Measure the two ceilings on the current GPU (about 5 seconds) and cache them."""
+    require_own_gpu("measuring the GPU's ceilings")
     import torch
     from triton.testing import do_bench
 

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..cuda.sharing import require_own_gpu
+
 
 def reps_for(target_ms: float, ms_per_call: float) -> int:
     """Calls in a batch that lasts about `target_ms` when one call takes `ms_per_call` (1 to 5,000)."""
@@ -80,6 +82,7 @@ class BatchBackend:
         return run
 
     def times_ms(self, fn) -> list[float]:
+        require_own_gpu("timing")
         runner = fn.timed_batch if hasattr(fn, "timed_batch") else self._local(fn)
         self.flush()
         one = runner(1)  # warm-up, and the estimate that sizes the batches
@@ -106,6 +109,7 @@ class CPUBackend:
         self.min_run_time_s = min_run_time_s
 
     def times_ms(self, fn) -> list[float]:
+        require_own_gpu("timing")
         if hasattr(fn, "timed_batch"):
             one = fn.timed_batch(1)
             reps = reps_for(self.min_run_time_s * 1e3, one)

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from ..cuda import autotune, launches, tccount, trace
+from ..cuda import autotune, launches, sharing, tccount, trace
 from ..cuda.gpu import has_gpu
 from .messages import BatchFacts, CallPolicy, Facts, RecordedKernel
 
@@ -192,6 +192,11 @@ class _Call:
             elif (launch.kind == "autotune" and self.policy.config_pick is not None
                   and not from_package(launch.kernel)):   # a library's own autotuning is its business
                 result = autotune.run_picked(launch, self.policy.config_pick, self.configs)
+            elif launch.kind == "autotune" and not from_package(launch.kernel):
+                # An autotuner would time its configurations: not on a GPU shared with other checks
+                # (grader.cuda.sharing), or which one it kept, and reused in later cells, would depend on them.
+                sharing.require_own_gpu(f"autotuning `{launch.name}`")
+                result = launch.proceed()
             else:
                 result = launch.proceed()
             if launch.is_kernel and not foreign:

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from .. import config
+from ..errors import DEFERRED
 from ..learner import cells as nbcells
 from ..learner.code import KernelOutcome
 from . import server
@@ -78,21 +79,32 @@ def _environ() -> dict:
     return env
 
 
+_SERVER_LOCK = threading.Lock()   # checks may be asked for from several threads (grader.notebooks.ahead)
+
+
 def _server() -> _Server:
     global _SERVER
-    if _SERVER is None or _SERVER.proc.poll() is not None:
-        _SERVER = _Server()
-    return _SERVER
+    with _SERVER_LOCK:
+        if _SERVER is None or _SERVER.proc.poll() is not None:
+            _SERVER = _Server()
+        return _SERVER
 
 
 def check_sources(cells: list[tuple[str, str]], source: str, name: str = "test", timeout_s: float | None = None,
-                  cwd: str | None = None, outcomes: dict[str, KernelOutcome] | None = None) -> Verdict:
+                  cwd: str | None = None, outcomes: dict[str, KernelOutcome] | None = None,
+                  shared_gpu: bool = False, cancel: threading.Event | None = None) -> Verdict:
+    """The verdict of one check. `shared_gpu`: it runs beside other checks of the same student on one GPU
+    (grader.notebooks.ahead), and is deferred if it would time anything (grader.cuda.sharing). `cancel`, once
+    set, stops the check's processes and makes its verdict "deferred" (a check ahead that is no longer wanted)."""
     from multiprocessing.connection import Connection
 
     timeout_s = timeout_s or config.cell_timeout_s()
     job = Job(list(cells), source, name, dict(outcomes or {}))
     env = _environ()
     env.pop("LADDER_QUIET_START", None)
+    env.pop("LADDER_SHARED_GPU", None)
+    if shared_gpu:
+        env["LADDER_SHARED_GPU"] = "1"
     with tempfile.TemporaryDirectory(prefix="ladder-check-") as tmp:
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
         for path in (out_path, err_path):
@@ -103,11 +115,15 @@ def check_sources(cells: list[tuple[str, str]], source: str, name: str = "test",
         verdict = Connection(read_end, writable=False)
         raw = b""
         try:
-            if verdict.poll(timeout_s):
+            if _wait(verdict, start + timeout_s, cancel):
                 try:
                     raw = verdict.recv_bytes()
                 except EOFError:  # it ended without a verdict
                     raw = b""
+            elif cancel is not None and cancel.is_set():
+                _kill_group(pid)
+                return Verdict(False, DEFERRED, f"{name}: stopped before its verdict (no longer needed ahead)",
+                               _read(out_path), time.perf_counter() - start)
             else:
                 _kill_group(pid)
                 return Verdict(False, "timed-out", f"{name}: timed out after {timeout_s:.0f} s; the processes running "
@@ -125,6 +141,18 @@ def check_sources(cells: list[tuple[str, str]], source: str, name: str = "test",
     v = json.loads(raw)
     v["stdout"] = stdout
     return Verdict(**v)
+
+
+def _wait(verdict, deadline: float, cancel: threading.Event | None) -> bool:
+    """Whether the verdict's pipe has something to read before `deadline` (perf_counter) or `cancel`."""
+    if cancel is None:
+        return verdict.poll(max(0.0, deadline - time.perf_counter()))
+    while not cancel.is_set():
+        if verdict.poll(min(0.25, max(0.0, deadline - time.perf_counter()))):
+            return True
+        if time.perf_counter() >= deadline:
+            return False
+    return False
 
 
 def _exit_code(fork_server: _Server, pid: int) -> str:

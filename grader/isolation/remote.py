@@ -18,7 +18,8 @@ import threading
 import time
 
 from .. import config
-from ..errors import CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
+from ..cuda import sharing
+from ..errors import DEFERRED, CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
 from .messages import (Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed, Load, Loaded, Quit)
 from .seam import LearnerFunction
 
@@ -84,6 +85,9 @@ class WorkerHandle:
                     "frees the GPU. Look for a loop that never ends (a kernel loop bound that is never reached, "
                     "a `while` waiting on something) or a launch far larger than intended.")
         if isinstance(reply, Failed):
+            if reply.reason == DEFERRED:   # the worker's call would have timed on a shared GPU (grader.cuda.sharing)
+                sharing.note_deferred(reply.message)
+                raise sharing.NeedsOwnGPU(reply.message)
             exc = from_dict({"cls": reply.cls, "reason": reply.reason, "message": reply.message})
             if reply.crashed:
                 self.dead = "your code broke the GPU context of the process running it"

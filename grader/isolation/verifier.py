@@ -18,7 +18,8 @@ import sys
 import time
 
 from .. import chapters, config
-from ..errors import LadderError
+from ..cuda import sharing
+from ..errors import DEFERRED, LadderError
 from . import rules
 from .messages import Job, Verdict
 
@@ -57,6 +58,19 @@ def _assigned_values(source: str, ns: dict) -> str | None:
 
 
 def run(job: Job, worker_method: str = "spawn", private: tuple = ()) -> Verdict:
+    sharing.clear()
+    verdict = _judge(job, worker_method, private)
+    if sharing.deferred():
+        # On a GPU shared with other checks (grader.cuda.sharing), something would have been timed. Whatever
+        # the check made of it (it may have caught NeedsOwnGPU on the way), the verdict is no verdict: the
+        # notebook's executor runs the check again with the GPU to itself.
+        return Verdict(False, DEFERRED, f"{job.test_name}: {sharing.deferred()} needs the GPU to itself; checked "
+                       "again when the notebook reaches the cell", seconds=verdict.seconds,
+                       load_seconds=verdict.load_seconds)
+    return verdict
+
+
+def _judge(job: Job, worker_method: str, private: tuple) -> Verdict:
     from .remote import RemoteFunction, WorkerHandle
 
     start = time.perf_counter()
@@ -91,6 +105,8 @@ def run(job: Job, worker_method: str = "spawn", private: tuple = ()) -> Verdict:
             raise rules.not_defined(getattr(exc, "name", None) or str(exc), loaded.problems) from None
         return Verdict(True, None, "", seconds=time.perf_counter() - start, values=_assigned_values(job.test, ns),
                        load_seconds=load_seconds)
+    except sharing.NeedsOwnGPU:
+        return Verdict(False, DEFERRED, "", seconds=time.perf_counter() - start, load_seconds=load_seconds)
     except LadderError as exc:
         text = str(exc.args[0]) if exc.args else str(exc)
         return Verdict(False, exc.reason, text[:config.MAX_VERDICT_MESSAGE], seconds=time.perf_counter() - start,

@@ -17,7 +17,8 @@ import os
 import sys
 
 from .. import chapters
-from ..errors import LadderError, as_dict
+from ..cuda import sharing
+from ..errors import DEFERRED, LadderError, as_dict
 from ..learner.code import KernelOutcome, run_cell
 from ..learner.errors import translate
 from . import facts as gather
@@ -114,6 +115,8 @@ class Worker:
             try:
                 handler = handlers.get(type(msg))
                 reply = handler(msg) if handler else Failed("CheckFailed", "failed", f"unknown request {msg!r}")
+            except sharing.NeedsOwnGPU:
+                reply = None   # answered below, whoever caught it on the way
             except gather.GPUBroken as exc:
                 self.conn.send(Failed("WorkerCrashed", "crashed", str(exc), crashed=True))
                 return  # the CUDA context is broken: nothing more can run in this process
@@ -123,6 +126,8 @@ class Worker:
                 reply = _failed(exc)
             except Exception as exc:  # a fault in the worker itself: report it, keep serving
                 reply = Failed("CheckFailed", "failed", f"the grader's worker failed: {type(exc).__name__}: {exc}")
+            if sharing.deferred():   # even if the learner's code caught NeedsOwnGPU, the call did not run as asked
+                reply = Failed("NeedsOwnGPU", DEFERRED, sharing.deferred())
             try:
                 self.conn.send(reply)
             except Exception as exc:  # e.g. an unpicklable result slipped through

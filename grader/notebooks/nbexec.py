@@ -30,10 +30,12 @@ facts and apply the same rules; two things make sure of it here:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
 import signal
+import time
 from dataclasses import dataclass
 
 from nbclient import NotebookClient
@@ -44,6 +46,7 @@ from traitlets import Bool, Integer
 
 from .. import config
 from ..isolation import isolate, rules
+from .ahead import ChecksAhead
 from ..learner.cells import grade_id as _grade_id
 from ..learner.cells import is_autograded_test, is_learner_cell, learner_cells
 from ..learner.code import KernelOutcome
@@ -166,16 +169,23 @@ class LadderExecute(Execute):
         # slow and decides nothing, such as profile(), skips its work while the grader runs the notebook.
         before = os.environ.get(config.GRADER_RUN)
         os.environ[config.GRADER_RUN] = "1"
+        self.ahead = None
         try:
             if not self.km.has_kernel:
                 self.start_new_kernel()
             self._connect()
+            if self.isolated_checks:   # the notebook's checks start now, beside its kernel (grader.notebooks.ahead)
+                self.ahead = ChecksAhead.start(self.nb, self._folder(), self.timeout or None, config.checks_at_once(),
+                                               isolate.check_sources)
             for index, cell in enumerate(list(self.nb.cells)):
                 if self.stopped is not None:
                     self._mark_not_run(cell)
                 else:
                     self._run_guarded(cell, resources, index)
         finally:
+            if self.ahead is not None:
+                self.ahead.close()
+                self.nb.metadata.setdefault("ladder", {})["checks_ahead"] = self.ahead.summary()
             if before is None:
                 os.environ.pop(config.GRADER_RUN, None)
             else:
@@ -210,14 +220,21 @@ class LadderExecute(Execute):
             self._check_for_tampering(cell, index)
             return cell
         gid = _grade_id(cell) or f"cell-{index}"
-        path = (self.resources or {}).get("metadata", {}).get("path") or None
-        verdict = isolate.check_sources(learner_cells(self.nb, gid), cell.get("source", ""), gid,
-                                        timeout_s=self.timeout or None, cwd=path, outcomes=self.outcomes)
+        cells, source = learner_cells(self.nb, gid), cell.get("source", "")
+        waited = time.perf_counter()
+        verdict = self.ahead.take(gid, cells, source, self.outcomes) if self.ahead is not None else None
+        ahead = verdict is not None
+        if verdict is None:
+            with self.ahead.alone() if self.ahead is not None else contextlib.nullcontext():
+                verdict = isolate.check_sources(cells, source, gid, timeout_s=self.timeout or None,
+                                                cwd=self._folder(), outcomes=self.outcomes)
         self.verdicts[gid] = verdict
         # Where grading time goes (grader.classgrade.timing reads it): the check, and of it the worker's
-        # start with the learner's cells. nbclient records the other cells' times in metadata.execution.
+        # start with the learner's cells; whether its verdict came from ahead of the notebook, and how long
+        # the notebook waited for it. nbclient records the other cells' times in metadata.execution.
         cell.metadata["ladder"] = {"check_seconds": round(verdict.seconds, 3),
-                                   "load_seconds": round(verdict.load_seconds, 3)}
+                                   "load_seconds": round(verdict.load_seconds, 3),
+                                   "ahead": ahead, "wait_seconds": round(time.perf_counter() - waited, 3)}
         outputs = []
         if verdict.stdout.strip():
             outputs.append(NotebookNode(output_type="stream", name="stdout", text=verdict.stdout))
@@ -232,6 +249,10 @@ class LadderExecute(Execute):
         self.code_cells_executed += 1
         cell.execution_count = self.code_cells_executed
         return cell
+
+    def _folder(self) -> str | None:
+        """The folder the notebook runs in, where its checks run too."""
+        return (self.resources or {}).get("metadata", {}).get("path") or None
 
     def _check_for_tampering(self, cell, index: int) -> None:
         """After a graded cell ran in the notebook's kernel: did the learner's code replace part of the

@@ -6,7 +6,9 @@
 Each chapter's solution notebook is graded as the only student of a fresh workspace, as an instructor
 would grade it (isolated checks, the default). The wall time of the whole `ladder grade` command is
 the figure against the 60 s goal; the autograded notebook says where it went (grader.classgrade.timing):
-the cells run in the notebook's kernel, and the isolated checks with, of them, the worker's start.
+the cells run in the notebook's kernel, and the isolated checks with, of them, the worker's start, and
+how long the notebook waited for them (checks that ran ahead of the notebook, grader.notebooks.ahead,
+overlap it). LADDER_CHECKS_AT_ONCE in the environment sets how many checks run ahead at once (1: none).
 Writes DIR/grading_time.json and prints a Markdown table.
 """
 
@@ -55,19 +57,26 @@ def main() -> int:
             score = next((line.split()[1] for line in proc.stdout.splitlines() if line.startswith("solution ")), "?")
             rows[ch] = {"wall_seconds": round(wall, 1), "score": score, "rc": proc.returncode,
                         **(parts.as_dict() if parts else {}),
-                        "top": [(c.name, round(c.seconds, 1), round(c.load_seconds, 1)) for c in parts.top(8)]
+                        "checks_from_ahead": [c.name for c in parts.cells if c.ahead] if parts else [],
+                        "top": [(c.name, round(c.seconds, 1), round(c.load_seconds, 1),
+                                 None if c.wait_seconds is None else round(c.wait_seconds, 1), c.ahead)
+                                for c in parts.top(8)]
                         if parts else [], "stdout_tail": proc.stdout[-1500:], "stderr_tail": proc.stderr[-1500:]}
             print(f"{ch}: {wall:.1f} s, {score}", flush=True)
             (out / "grading_time.json").write_text(json.dumps(rows, indent=1))   # each chapter as it ends
-    print("\n| chapter | score | ladder grade, s | in the notebook's kernel, s | isolated checks, s | of them worker start, s |")
-    print("|---|---|---|---|---|---|")
+    print("\n| chapter | score | ladder grade, s | in the notebook's kernel, s | isolated checks, s | of them worker "
+          "start, s | the notebook waited for checks, s | verdicts from ahead |")
+    print("|---|---|---|---|---|---|---|---|")
     for ch, r in rows.items():
+        used = len(r.get("checks_from_ahead", []))
         print(f"| {ch} | {r['score']} | {r['wall_seconds']} | {r.get('kernel_seconds', '?')} | "
-              f"{r.get('check_seconds', '?')} | {r.get('check_load_seconds', '?')} |")
+              f"{r.get('check_seconds', '?')} | {r.get('check_load_seconds', '?')} | {r.get('check_wait_seconds', '?')} | "
+              f"{used} |")
     for ch, r in rows.items():
-        print(f"\n{ch}, the slowest cells (name, s, of which worker start):")
-        for name, s, load in r["top"]:
-            print(f"  {s:7.1f}  {load:6.1f}  {name}")
+        print(f"\n{ch}, the slowest cells (name, s, of which worker start, waited, from ahead):")
+        for name, s, load, wait, ahead in r["top"]:
+            print(f"  {s:7.1f}  {load:6.1f}  {wait if wait is not None else '-':>6}  {'ahead' if ahead else '     '}  {name}")
+
     return 0
 
 

@@ -1,0 +1,137 @@
+"""A notebook's graded checks, run ahead of the notebook and several at once, on the student's own GPU.
+
+Why: a graded check runs in fresh processes (grader.isolation), and most of its time is spent on the
+CPU: starting its worker with the learner's cells and compiling the learner's Triton kernels for each
+new specialisation of the shapes it tries. One check after another, the GPU mostly waits (on an H100,
+chapter 6's three backward-pass checks took 26-28 s each; assets/results/issue15). A check is described
+by data only: the learner's cells before its test cell, the test cell's own source, and how those cells
+ended in the notebook's kernel. So it can start before the kernel reaches its cell, by assuming that
+every learner cell before it runs as it reads, and beside the student's other checks.
+
+A verdict from ahead is used only where it is the verdict the check gives when its cell is reached:
+- the learner cells before it, and the test cell, are the ones it ran, and none of those cells raised
+  or took the notebook's kernel down (a check rebuilds them as they ended: grader.isolation.isolate);
+- it timed nothing. On a GPU shared with other checks, whatever would time (a speed cell, an autotuner
+  timing its configurations, a ceiling's measurement) makes the check "deferred" instead
+  (grader.cuda.sharing). Such a check, and any check whose verdict from ahead is not used, runs again
+  when the notebook reaches its cell, after every check still running ahead has finished and before
+  the next starts: while it runs, nothing else of the student's runs on the GPU but the notebook's
+  kernel, which is waiting for that cell;
+- it neither crashed nor ran out of time, which a neighbour (memory, CPU) could have caused.
+
+Correctness, out-of-bounds writes, memory use, tensor-core counts and the rules of
+grader.isolation.rules do not depend on what else runs on the GPU. Checks of one student run ahead
+together, never two students' (grader.classgrade grades one student per GPU).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from ..errors import DEFERRED
+from ..learner.cells import grade_id, is_autograded_test, learner_cells
+from ..learner.code import KernelOutcome
+
+# Verdicts from ahead that are never used: no verdict (deferred), or one that a neighbour may have caused.
+_NOT_KEPT = (DEFERRED, "crashed", "timed-out")
+
+
+@dataclass(frozen=True)
+class _Check:
+    """What a check ahead ran: the learner's cells before the test cell, and the test cell's source."""
+    gid: str
+    cells: tuple[tuple[str, str], ...]
+    source: str
+
+
+class ChecksAhead:
+    """The graded checks of one notebook, started ahead of its execution, `width` at a time."""
+
+    def __init__(self, nb, cwd: str | None, timeout_s: float | None, width: int, check):
+        """`check`: grader.isolation.isolate.check_sources (passed in by the executor, which calls it too)."""
+        self.cwd, self.timeout_s, self.width, self.check = cwd, timeout_s, width, check
+        self.pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="ladder-ahead")
+        self.cancel = threading.Event()
+        self.checks: dict[str, _Check] = {}
+        self.futures: dict[str, Future] = {}
+        self.used: list[str] = []        # cells whose verdict from ahead was used
+        self.again: dict[str, str] = {}  # cells checked again when reached, and why
+        for index, cell in enumerate(nb.cells):
+            if is_autograded_test(cell):
+                gid = grade_id(cell) or f"cell-{index}"
+                if gid not in self.checks:   # a grade_id used twice: only the first runs ahead
+                    self.checks[gid] = _Check(gid, tuple(learner_cells(nb, gid)), cell.get("source", ""))
+        self._submit(list(self.checks.values()))
+
+    @classmethod
+    def start(cls, nb, cwd: str | None, timeout_s: float | None, width: int, check) -> ChecksAhead | None:
+        """Checks ahead for `nb`, or None when `width` is 1 (each check runs when its cell is reached)."""
+        return cls(nb, cwd, timeout_s, width, check) if width > 1 else None
+
+    def _submit(self, checks: list[_Check]) -> None:
+        for check in checks:
+            self.futures[check.gid] = self.pool.submit(
+                self.check, list(check.cells), check.source, check.gid, timeout_s=self.timeout_s,
+                cwd=self.cwd, shared_gpu=True, cancel=self.cancel)
+
+    def take(self, gid: str, cells: list[tuple[str, str]], source: str, outcomes: dict[str, KernelOutcome]):
+        """The verdict from ahead for the test cell `gid`, if it is the one the check gives now (see the
+        module's docstring), else None. Waits for it if it is still running."""
+        check, future = self.checks.get(gid), self.futures.pop(gid, None)
+        if check is None or future is None:
+            return None
+        try:
+            verdict = future.result()
+        except Exception as exc:  # noqa: BLE001 - the check runs again when its cell is reached, and says why there
+            self.again[gid] = f"failed ahead ({type(exc).__name__}: {exc})"
+            return None
+        if check.cells != tuple(cells) or check.source != source:
+            why = "its cells changed"
+        elif any(name in outcomes for name, _ in cells):
+            why = "a learner cell before it raised or took the kernel down"
+        elif verdict.reason in _NOT_KEPT:
+            why = f"{verdict.reason} ahead"
+        elif "out of memory" in verdict.message.lower():   # the GPU's memory was shared too
+            why = "out of memory ahead"
+        else:
+            self.used.append(gid)
+            return verdict
+        self.again[gid] = why
+        return None
+
+    def alone(self):
+        """A context in which a check runs with no check ahead beside it: the checks not yet started wait
+        for it, the running ones finish first."""
+        return _Alone(self)
+
+    def summary(self) -> dict:
+        """For the executed notebook's metadata: how many ran at once, whose verdicts were used, and why
+        the others were checked again."""
+        return {"at_once": self.width, "used": list(self.used), "checked_again": dict(self.again)}
+
+    def close(self) -> None:
+        """Stop every check still running ahead (a notebook whose run ended early) and the pool."""
+        self.cancel.set()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Alone:
+    def __init__(self, ahead: ChecksAhead):
+        self.ahead = ahead
+        self.waiting: list[_Check] = []
+
+    def __enter__(self):
+        ahead = self.ahead
+        for gid, future in list(ahead.futures.items()):
+            if future.cancel():          # not started: started again afterwards
+                self.waiting.append(ahead.checks[gid])
+                del ahead.futures[gid]
+        for future in list(ahead.futures.values()):
+            future.exception()           # wait, whatever it ends with (its verdict is read in `take`)
+        return self
+
+    def __exit__(self, *exc):
+        self.ahead._submit(self.waiting)
+        return False
