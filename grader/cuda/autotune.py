@@ -41,6 +41,40 @@ def describe(config) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items() if v is not None and not (k == "num_ctas" and v == 1))
 
 
+def _kept(tuner, launch: Launch) -> list:
+    """The configurations the learner's own pruning keeps for this launch's arguments (all, if none)."""
+    tuner.nargs = dict(zip(tuner.arg_names, launch.args))
+    try:
+        return list(tuner.prune_configs(dict(launch.kwargs))) or list(tuner.configs)
+    finally:
+        tuner.nargs = None
+
+
+def compile_every_config(launch: Launch) -> int:
+    """Compile, without running or timing anything, each configuration the learner's pruning keeps for
+    this autotuned launch; how many compiled.
+
+    Why: a check run ahead of its notebook on a GPU it shares with the student's other checks may not
+    time (grader.cuda.sharing), so it stops where an autotuner would time its configurations. Compiling
+    them needs no GPU to itself, and they land in the student's own Triton cache (grader.classgrade.task),
+    where the same check, run alone when the notebook reaches it, finds them instead of compiling each
+    one while it holds the GPU. A configuration that fails to compile is left for that run to meet.
+    """
+    autotuner = _autotuner_class()
+    tuner = launch.kernel
+    if autotuner is None or not isinstance(tuner, autotuner) or not hasattr(tuner.fn, "warmup"):
+        return 0
+    kwargs = {k: v for k, v in launch.kwargs.items() if k != "warmup"}   # warmup() sets its own
+    compiled = 0
+    for config in _kept(tuner, launch):
+        try:
+            tuner.fn.warmup(*launch.args, **kwargs, **config.all_kwargs())
+            compiled += 1
+        except Exception:  # noqa: BLE001, S112 - out of resources and the like: the run alone reports it
+            continue
+    return compiled
+
+
 def run_picked(launch: Launch, pick: int, used: list[str]) -> Any:
     """Run the autotuned `launch` with configuration `pick` (see the module's docstring); what it ran
     with is appended to `used` ("kernel: BLOCK_M=128, ..."), so that a wrong result can name it."""
@@ -49,11 +83,7 @@ def run_picked(launch: Launch, pick: int, used: list[str]) -> Any:
     if autotuner is None or not isinstance(tuner, autotuner) or len(tuner.configs) <= 1:
         return launch.proceed()
     configs = tuner.configs
-    tuner.nargs = dict(zip(tuner.arg_names, launch.args))
-    try:
-        candidates = list(tuner.prune_configs(dict(launch.kwargs))) or list(configs)
-    finally:
-        tuner.nargs = None
+    candidates = _kept(tuner, launch)
     start = pick % len(candidates)
     passed_over: list[str] = []
     try:

@@ -16,7 +16,7 @@ import torch
 
 from .. import config
 from ..cuda.gpu import free_gpu_bytes, gpu_info, gpu_or_reason
-from ..cuda.sharing import require_own_gpu
+from ..cuda.sharing import require_own_gpu, speed_check_ahead
 from ..errors import CheckFailed, KernelCompileError, LadderError, NoGPUError, NotImplementedYet
 from ..isolation.rules import kernel_unused
 from ..isolation.seam import LearnerFunction, as_learner
@@ -299,7 +299,7 @@ def check_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | None
     label = bar_key or ex.key
     gpu = _device(device) == "cuda"
     if gpu:
-        require_own_gpu(f"{label}'s speed check")   # before its requirements and its large inputs
+        speed_check_ahead(f"{label}'s speed check")   # a check ahead on a small GPU stops before its large inputs
         _requirements(ex, fn, label, "before-speed")
     result = measure_speed(ex, fn, bar_key, device, backend, size)
     out_of_reach = not_gradable_here(label) if gpu else None
@@ -327,13 +327,14 @@ def _requirements(ex: Exercise, fn: LearnerFunction, label: str, when: str) -> N
 
 
 def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) -> SpeedResult:
-    # Timed on a GPU shared with other checks, nothing here would be true (grader.cuda.sharing): defer before
-    # allocating the timing size's inputs, which could crowd out the checks beside this one.
-    require_own_gpu(f"timing {ex.key}")
+    speed_check_ahead(f"timing {ex.key}")
     size = size if size is not None else (ex.speed_size() if dev == "cuda" else ex.visible_sizes[-1])
     what = f"{ex.key} {ex.title} at the timing size, {ex.describe_size(size)}"
-    # Correct at the timing size first: large sizes find overflowing indices.
+    # Correct at the timing size first: large sizes find overflowing indices. On a GPU shared with other
+    # checks (grader.cuda.sharing) this compiles what the timing needs, and an autotuner stops it there.
     one_trial(ex, fn, size, dev, what)
+    # Timed beside other checks, nothing below would be true: stop before the timing's own inputs.
+    require_own_gpu(f"timing {ex.key}")
 
     gen, _ = correctness.fresh_generator(dev)
     inputs = ex.make_inputs(size, gen, dev)

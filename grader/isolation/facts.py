@@ -195,6 +195,9 @@ class _Call:
             elif launch.kind == "autotune" and not from_package(launch.kernel):
                 # An autotuner would time its configurations: not on a GPU shared with other checks
                 # (grader.cuda.sharing), or which one it kept, and reused in later cells, would depend on them.
+                # Compiling them first costs the shared GPU nothing and spares the check run alone.
+                if sharing.shared():
+                    autotune.compile_every_config(launch)
                 sharing.require_own_gpu(f"autotuning `{launch.name}`")
                 result = launch.proceed()
             else:

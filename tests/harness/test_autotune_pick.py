@@ -142,3 +142,31 @@ def test_the_learners_own_pruning_decides_what_can_be_picked():
     used: list[str] = []
     autotune.run_picked(launches.Launch("autotune", "k", tuner, lambda: None, args=(128,)), 5, used)
     assert used == ["k: B=128, num_warps=4, num_stages=3"]   # pick 5 of the 2 kept: the second
+
+
+def test_ahead_of_its_notebook_every_kept_configuration_is_compiled_without_running():
+    """On a GPU shared with other checks an autotuned launch stops before timing (grader.cuda.sharing), but
+    first compiles every configuration the learner's pruning keeps, each on its own: one that fails to
+    compile leaves the others compiled, and nothing runs."""
+    import triton
+
+    tuner = _fake_tuner([triton.Config({"B": b}, num_warps=w) for b, w in ((64, 4), (128, 8), (256, 8))])
+    tuner.early_config_prune = lambda configs, named, **kw: [c for c in configs if c.kwargs["B"] <= 128 or named["x"] > 1]
+    compiled = []
+
+    class Fn:
+        def warmup(self, *args, grid, **kwargs):
+            assert "warmup" not in kwargs and grid == "the grid"
+            if kwargs["B"] == 64:
+                raise OutOfResources("out of resource: shared memory")
+            compiled.append((args, kwargs["B"], kwargs["num_warps"]))
+
+    tuner.fn = Fn()
+
+    def run():
+        raise AssertionError("compiling must not launch")
+
+    launch = launches.Launch("autotune", "k", tuner, run, args=(1,), kwargs={"grid": "the grid", "warmup": False})
+    assert autotune.compile_every_config(launch) == 1
+    assert compiled == [((1,), 128, 8)]                     # B=256 pruned for x=1; B=64 failed to compile
+    assert tuner.nargs is None and len(tuner.configs) == 3
