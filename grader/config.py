@@ -20,7 +20,7 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | LADDER_QUIET_START            | unset   | "1": `start()` prints and measures nothing (set by the grader's own processes) |
 | LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
 | LADDER_SHARED_GPU             | unset   | "1" in a check run ahead of its notebook, beside others on the same GPU (grader/notebooks/ahead.py): anything it would time defers it (grader/cuda/sharing.py) |
-| LADDER_CHECKS_AT_ONCE         | half the CPUs, at most 4 | how many of a notebook's graded checks `ladder grade` and `ladder check --isolated` run ahead of the notebook at once; 1 runs every check when its cell is reached |
+| LADDER_CHECKS_AT_ONCE         | half the CPUs, at most 8 | how many of a notebook's graded checks `ladder grade` and `ladder check --isolated` run ahead of the notebook at once; 1 runs every check when its cell is reached |
 | LADDER_GRADER_RUN             | unset   | "1" in the kernels of `ladder check` and `ladder grade` (set by grader/notebooks/nbexec.py): `profile()` shows the recorded rungs instead of running Nsight Compute |
 """
 
@@ -140,8 +140,9 @@ def shared_gpu() -> bool:
 
 def checks_at_once() -> int:
     """How many graded checks of one notebook run at once ahead of it (grader.notebooks.ahead); 1: none ahead.
-    Half the CPUs the process may use, at most 4: the checks compile kernels on the CPU, and each holds a
-    CUDA context and its inputs on the student's GPU."""
+    By default half the CPUs the process may use, at most 8: the checks compile kernels on the CPU, and each
+    holds a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. `ladder grade --gpus N` sets it
+    for its workers from the CPUs each GPU's worker gets (grader.classgrade.cluster)."""
     raw = _get("LADDER_CHECKS_AT_ONCE")
     if raw not in (None, ""):
         try:
@@ -152,7 +153,7 @@ def checks_at_once() -> int:
             raise ValueError(f"LADDER_CHECKS_AT_ONCE={raw!r}: at least 1 (1 runs no check ahead)")
         return value
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(4, cpus // 2))
+    return max(1, min(8, cpus // 2))
 
 
 # The variables above, for a child process that must see the same settings and for tests.

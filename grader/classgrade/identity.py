@@ -13,7 +13,11 @@ from .. import config
 
 GRADER_DIR = Path(__file__).resolve().parents[1]
 # Settings that change no verdict: where caches live, and flags the grader sets for its own processes.
-_NOT_VERDICT = {"LADDER_CACHE_DIR", "LADDER_QUIET_START", config.GRADER_RUN, "LADDER_BARS"}
+# Settings that change no verdict. LADDER_SHARED_GPU is set by the grader for its own checks ahead, and
+# LADDER_CHECKS_AT_ONCE only how many run at once (grader.notebooks.ahead): a class graded on more GPUs, or
+# more CPUs, resumes where another run stopped.
+_NOT_VERDICT = {"LADDER_CACHE_DIR", "LADDER_QUIET_START", config.GRADER_RUN, "LADDER_BARS", "LADDER_SHARED_GPU",
+                "LADDER_CHECKS_AT_ONCE"}
 
 
 def sha256(data: bytes) -> str:
