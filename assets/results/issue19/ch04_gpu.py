@@ -83,8 +83,8 @@ CHAPTER_DIR = "04_tensor_cores"
 # once), so that the compiler schedules each slice's copies, ldmatrix and barrier among the MMAs; it also
 # frees the registers that BK = 64 needs (the shipped loop spills there).
 VARIANTS = {
-    "128x256x32, 4 stages, 8 warps of 64x64": {},
-    "128x256x32, 4 stages, 8 warps of 64x64, branch-free loop": {"BRANCH_FREE": 1},
+    "128x256x32, 4 stages, 8 warps of 64x64, branch-free loop": {},
+    "128x256x32, 4 stages, 8 warps of 64x64, without the branch-free loop": {"BRANCH_FREE": 0},
     "128x256x64, 3 stages, 8 warps of 64x64, branch-free loop": {"BRANCH_FREE": 1, "BK": 64, "STAGES": 3},
     "128x256x64, 3 stages, 8 warps of 64x64, branch-free loop, groups of 16 block rows":
         {"BRANCH_FREE": 1, "BK": 64, "STAGES": 3, "GROUP_M": 16},
@@ -273,10 +273,23 @@ def variant_speed(name: str, overrides: dict[str, int], runs: int) -> dict:
 CHILD_MARK = "@@ch04-child "
 
 
-def child_checks(indices: list[int], dry: bool) -> int:
+def child_checks(indices: list[int], dry: bool, want_gpu: bool) -> int:
     """`--check-variants`: check VARIANTS[i] for each i in turn (on a GPU: variant_correctness; without
     one: variant_emulation), one marked line on stdout as each starts and ends; stop at the first
-    failure (a fault leaves this process's CUDA context unusable), exit status 3."""
+    failure (a fault leaves this process's CUDA context unusable), exit status 3. First, one line that
+    says whether this process can use the GPU the parent uses (`want_gpu`)."""
+    ready = {"ready": True}
+    if want_gpu:
+        try:
+            if dry:
+                raise RuntimeError("no GPU found in the child process")
+            import torch
+            torch.ones(8, device="cuda").sum().item()   # a context of its own beside the parent's
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, which checks in its own process
+            ready = {"ready": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+    print(CHILD_MARK + json.dumps(ready), flush=True)
+    if not ready["ready"]:
+        return 4
     names = list(VARIANTS)
     for i in indices:
         name = names[i]
@@ -290,27 +303,38 @@ def child_checks(indices: list[int], dry: bool) -> int:
     return 0
 
 
+class ChildWithoutGPU(RuntimeError):
+    """A child process of this script could not use the GPU (the parent then checks in its own process)."""
+
+
 def isolated_checks(names: list[str], dry: bool, out: Path) -> dict[str, dict]:
     """{name: {"result": ...} or {"error": ...}} for each of `names`, checked by child processes of
-    this script: a child stops at a failure, and the next checks the names it did not reach."""
+    this script: a child stops at a failure, and the next checks the names it did not reach. Raises
+    ChildWithoutGPU when a child cannot use the GPU (say, a GPU in exclusive-process mode) or does not
+    start at all."""
     order, found, todo = list(VARIANTS), {}, list(names)
     while todo:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--out", str(out / "child"),
                "--check-variants", ",".join(str(order.index(n)) for n in todo)] + (["--dry"] if dry else [])
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, env=os.environ.copy())
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, env=os.environ.copy(),
+                                  check=False)
             stdout, stderr, ended = proc.stdout, proc.stderr, f"exit status {proc.returncode}"
         except subprocess.TimeoutExpired as exc:
             stdout = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
             ended = f"killed after {CHILD_TIMEOUT_S} s"
-        started = None
+        started, ready = None, False
         for line in stdout.splitlines():
             if not line.startswith(CHILD_MARK):
                 print(f"  [child] {line}", flush=True)
                 continue
             msg = json.loads(line[len(CHILD_MARK):])
-            if "start" in msg:
+            if "ready" in msg:
+                if not msg["ready"]:
+                    raise ChildWithoutGPU(msg.get("error", "?"))
+                ready = True
+            elif "start" in msg:
                 started = msg["start"]
                 print(f"  [child] checking {started}", flush=True)
             else:
@@ -318,6 +342,8 @@ def isolated_checks(names: list[str], dry: bool, out: Path) -> dict[str, dict]:
                 print(f"  [child] {msg['variant']}: {'ERROR ' + msg['error'] if 'error' in msg else 'correct'}", flush=True)
                 started = None
         tail = " | ".join(stderr.strip().splitlines()[-3:])
+        if not ready and not found:
+            raise ChildWithoutGPU(f"the child process did not start checking ({ended}): {tail}")
         if started is not None:   # the child ended while checking it
             found[started] = {"error": f"the child process ended while checking it ({ended}): {tail}"}
         before = len(todo)
@@ -406,7 +432,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     dry = args.dry or gpu_info() is None
     if args.check_variants:
-        return child_checks([int(i) for i in args.check_variants.split(",")], dry)
+        return child_checks([int(i) for i in args.check_variants.split(",")], dry, want_gpu=not args.dry)
     rec = Record(args.out, "assets/results/issue19/ch04_gpu.py", dry, budget_s=BUDGET_S, variant_rows=[], best=None)
 
     env = rec.part("environment", environment) or {}
@@ -420,10 +446,13 @@ def main(argv=None) -> int:
             rec.part("correctness: notebook gemm_mma (graded cells' shapes)", lambda: notebook_correctness(fn))
         # every variant checked before any is timed; NEW_CODE first, in child processes
         isolated = rec.part("correctness of NEW_CODE variants in child processes",
-                            lambda: isolated_checks(NEW_CODE, dry, args.out)) or {}
+                            lambda: isolated_checks(NEW_CODE, dry, args.out))
+        if isolated is None:   # no child could use the GPU: checked here, as the other variants are
+            print("NEW_CODE variants: checked in this process (see the error above)", flush=True)
         correct = [name for name, overrides in VARIANTS.items()
                    if rec.part(f"correctness: {name}",
-                               lambda n=name, o=overrides: _taken(isolated, n) if n in NEW_CODE else variant_correctness(n, o))
+                               lambda n=name, o=overrides: _taken(isolated, n) if isolated is not None and n in NEW_CODE
+                               else variant_correctness(n, o))
                    is not None]
         for name in correct:
             row = rec.part(f"speed: {name}", lambda n=name: variant_speed(n, VARIANTS[n], args.variant_runs),
@@ -449,10 +478,11 @@ def main(argv=None) -> int:
         if fn is not None:
             rec.part("no-GPU behaviour of the graded cell (expects NoGPUError)", lambda: _no_gpu_message(fn))
         isolated = rec.part("emulation of NEW_CODE variants in child processes",
-                            lambda: isolated_checks(NEW_CODE, dry, args.out)) or {}
+                            lambda: isolated_checks(NEW_CODE, dry, args.out))
         for name, overrides in VARIANTS.items():
             rec.part(f"emulation: {name}",
-                     lambda n=name, o=overrides: _taken(isolated, n) if n in NEW_CODE else variant_emulation(o))
+                     lambda n=name, o=overrides: _taken(isolated, n) if isolated is not None and n in NEW_CODE
+                     else variant_emulation(o))
         rec.part("plumbing: pick_best on made-up medians (not a measurement)", _check_pick_best)
 
     write_table(rec)
