@@ -257,12 +257,30 @@ def verify(ex: Exercise, size, inputs, pristine, out, what: str, guard: correctn
 
 
 def counted_launch(ex: Exercise, fn: LearnerFunction, size, what: str):
-    """One verified launch at `size` on fresh inputs, every kernel an instrumented copy that counts
-    the multiply-adds its tensor cores perform (grader.cuda.tccount); returns (Tally, kernels that ran)."""
+    """One launch at `size` on fresh inputs with every kernel an instrumented copy that counts the
+    multiply-adds its tensor cores perform (grader.cuda.tccount); returns (Tally, kernels that ran).
+
+    The instrumented launch must give what the learner's own kernels give on the same inputs, within the
+    exercise's tolerance, so that what was counted is the work that computes the output; it is not held to
+    the float64 reference. Whether the product is right is the correctness cells' verdict: a kernel that
+    sums in fp16 fails those, yet does its multiply-adds on the tensor cores all the same. Guard bands and
+    untouched inputs are checked on both launches."""
     gen, _ = correctness.fresh_generator("cuda")
     inputs = ex.make_inputs(size, gen, "cuda")
-    guard = correctness.guarded(ex.make_output(size, "cuda"))
-    return launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), guard.out, what, guard, count=True)
+    pristine = correctness.snapshot(inputs)
+    runs = []
+    for count in (False, True):
+        guard = correctness.guarded(ex.make_output(size, "cuda"))
+        correctness.poison(guard.out)
+        counted = launch(ex, fn, inputs, guard.out, count=count)
+        label = f"{what} (instrumented)" if count else f"{what} (your kernels, for the instrumented run to match)"
+        guard.check(label)
+        correctness.require_unchanged(pristine, inputs, label, ex.arg_names)
+        runs.append(guard.out)
+    rtol, atol = ex.tolerance_for(size)
+    correctness.compare(runs[1], runs[0], rtol=rtol, atol=atol,
+                        what=f"{what}: the instrumented copy of your kernels against their own output")
+    return counted
 
 
 def with_stderr(exc: LadderError, err) -> LadderError:

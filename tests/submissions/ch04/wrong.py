@@ -1,6 +1,6 @@
 """A student with mistakes: 4.0 counts a multiply-add as one FLOP (m*n*k), and the launcher rounds the
 grid down (N // 128 blocks), so partial tiles of C are never written. 4.1 and the tensor-core check
-are right, and the diagnosis is the solution's (3 points on any machine). On a GPU the visible cell
+are right, and the diagnosis and exercise 4c are the solution's (5 points on any machine with sm_80+). On a GPU the visible cell
 fails with NaN at the edges, and so do the hidden shapes when nbgrader grades; the speed cell, at
 4096^3 where there are no partial tiles, passes. (`ladder check` on the student's notebook runs only the hidden cell's visible shapes.)"""
 CHAPTER_DIR = "04_tensor_cores"
