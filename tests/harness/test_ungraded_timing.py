@@ -1,5 +1,5 @@
-"""Ungraded timings (stretch goals, worked versions, sweeps) are left out of the grader's own runs of a
-notebook on a GPU, with a note; everywhere else they run as before (grader.harness.exercise)."""
+"""Ungraded work (stretch goals whole, worked versions' and sweeps' timings) is left out of the grader's own
+runs of a notebook on a GPU, with a note; everywhere else it runs as before (grader.harness.exercise)."""
 
 from __future__ import annotations
 
@@ -47,3 +47,29 @@ def test_what_a_speed_cell_reports_beside_the_baseline_is_left_out_of_the_grader
     ex = replace(ch05.FUSED, others={"double": lambda: (lambda x: 2 * x)})
     others, unavailable = exercise.reported_beside(ex, (3,), "cuda")
     assert others["double"]() == 6 and unavailable == {}
+
+
+@pytest.mark.parametrize("grader_run", [True, False])
+def test_a_stretch_goal_is_left_out_whole_in_the_graders_run_and_checked_elsewhere(monkeypatch, capsys, grader_run):
+    from grader.chapters import ch05, ch06
+
+    monkeypatch.setattr(config, "grader_run", lambda: grader_run)
+    monkeypatch.setattr(exercise, "gpu_or_reason", lambda: (True, ""))
+    checked = []
+
+    def correctness(*args, **kwargs):
+        checked.append(args[0].key)
+        raise NotImplementedError   # as a stretch not attempted: nothing is timed after it
+
+    monkeypatch.setattr(exercise, "check_correctness", correctness)
+    monkeypatch.setattr(ch05, "check_correctness", correctness)
+    monkeypatch.setattr(ch06, "check_attention", lambda *a, **k: correctness(ch06.ATTENTION))
+    assert exercise.check_stretch(ch05.MATMUL, lambda a, b, out: None, "5a-stretch", [(1, 1, 1)], "x") is None
+    assert ch05.check_matmul_stretch(lambda a, b, out: None) is None
+    assert ch06.check_attention_fast(lambda q, k, v, out, causal: None) is None
+    printed = capsys.readouterr().out
+    if grader_run:
+        assert checked == [] and printed.count("not checked while the grader runs this notebook") == 3, printed
+    else:
+        assert checked == [ch05.MATMUL.key, ch05.SPLIT_K.key, ch06.ATTENTION.key], checked
+        assert printed.count("not attempted yet") == 3, printed
