@@ -73,3 +73,29 @@ def test_a_stretch_goal_is_left_out_whole_in_the_graders_run_and_checked_elsewhe
     else:
         assert checked == [ch05.MATMUL.key, ch05.SPLIT_K.key, ch06.ATTENTION.key], checked
         assert printed.count("not attempted yet") == 3, printed
+
+
+def test_no_graded_cell_calls_a_check_that_the_graders_run_leaves_out():
+    """A stretch check returns without checking in the grader's runs: a graded cell that called one would
+    score points unchecked. Which chapter functions lead to stretch_left_out is read from their source."""
+    import inspect
+    import json
+    import re
+    from pathlib import Path
+
+    from grader import chapters
+    from grader.learner.cells import grade_id, is_autograded_test
+
+    root = Path(__file__).resolve().parents[2]
+    left_out = set()
+    for name in chapters.names():
+        module = chapters.module(name)
+        for fname, fn in inspect.getmembers(module, inspect.isfunction):
+            if fn.__module__ == module.__name__ and re.search(r"\b(check_stretch|stretch_left_out)\(", inspect.getsource(fn)):
+                left_out.add(fname)
+    assert {"check_matmul_stretch", "check_attention_fast", "check_matmul_hopper"} <= left_out, left_out
+    for path in sorted((root / "solutions").glob("*/*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if is_autograded_test(cell):
+                source = "".join(cell["source"])
+                assert not [f for f in left_out if f"{f}(" in source], (path.name, grade_id(cell))
