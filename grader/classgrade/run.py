@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import config
 from ..errors import LadderError
 from ..notebooks.course import SOURCE_DIR, repo_root
 from . import task
@@ -65,6 +66,10 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
         if not Path(bars).is_file():
             raise LadderError(f"--bars {bars}: no such file")
         os.environ["LADDER_BARS"] = str(Path(bars).resolve())  # the notebook kernels inherit it
+    try:   # read here, before any student: inside a notebook's run a bad value would fail every student
+        config.checks_at_once()
+    except ValueError as exc:
+        raise LadderError(str(exc)) from None
     students = collect_submissions(Path(submissions).resolve(), assignment, source_nb.name)
     source = folder_files(source_nb.parent)
     source_sha = files_sha256(source)

@@ -62,3 +62,13 @@ def test_an_unreachable_gradebook_is_named_without_a_traceback():
     with pytest.raises(LadderError, match=r"cannot open the gradebook at postgresql\+psycopg://grader:\*\*\*@127\.0\.0\.1:1/"
                                           r"gradebook: .*refused"):
         Journal("postgresql+psycopg://grader:secret@127.0.0.1:1/gradebook")
+
+
+def test_a_bad_checks_at_once_setting_stops_ladder_grade_before_any_student(tmp_path, monkeypatch, capsys):
+    from grader.cli import main
+
+    monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", "many")
+    (tmp_path / "subs").mkdir()
+    code = main(["grade", str(tmp_path / "subs"), "--assignment", "01_vector_add", "--workspace", str(tmp_path / "ws")])
+    assert code == 2
+    assert "LADDER_CHECKS_AT_ONCE='many' is not a whole number" in capsys.readouterr().err
