@@ -308,14 +308,17 @@ def measure_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | No
 
 
 def check_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | None = None,
-                backend=None, size=None, verbose: bool = True) -> SpeedResult:
+                backend=None, size=None, verbose: bool = True) -> SpeedResult | None:
     """Time `fn` against the exercise's torch baseline and compare the speedup with the pass bar.
 
     The exercise's requirements run first (and after, for "after-speed" ones) on a GPU. Graded bars
-    raise CheckFailed when missed; an ungraded (stretch) bar only reports."""
+    raise CheckFailed when missed; an ungraded (stretch) bar only reports, and is left out whole (None)
+    in the grader's own runs on a GPU, like every stretch goal (`stretch_left_out`)."""
     fn = learner_for(ex, fn)
     label = bar_key or ex.key
     gpu = _device(device) == "cuda"
+    if gpu and not bar_for(label).graded and stretch_left_out(f"{label} {ex.title}, stretch goal"):
+        return None
     if gpu:
         speed_check_ahead(f"{label}'s speed check")   # a check ahead on a small GPU stops before its large inputs
         _requirements(ex, fn, label, "before-speed")

@@ -75,6 +75,36 @@ def test_a_stretch_goal_is_left_out_whole_in_the_graders_run_and_checked_elsewhe
         assert printed.count("not attempted yet") == 3, printed
 
 
+@pytest.mark.parametrize("grader_run", [True, False])
+def test_a_speed_check_against_an_ungraded_bar_is_left_out_of_the_graders_run(monkeypatch, capsys, grader_run):
+    """The rule sits in check_speed itself, so a chapter's stretch cell that times against an ungraded bar
+    (chapter 6's "6-stretch": 4.9 s of a student's grading on an H100) cannot forget it; graded bars are timed."""
+    from grader.chapters import ch06
+
+    monkeypatch.setattr(config, "grader_run", lambda: grader_run)
+    monkeypatch.setattr(exercise, "gpu_or_reason", lambda: (True, ""))
+    monkeypatch.setattr(exercise, "_device", lambda device: "cuda")
+    monkeypatch.setattr(exercise, "speed_check_ahead", lambda what: None)
+    timed = []
+
+    def measured(ex, fn, bar_key=None, *args, **kwargs):
+        timed.append(bar_key)
+        raise NotImplementedError   # stands for the timing: nothing after it matters here
+
+    monkeypatch.setattr(exercise, "measure_speed", measured)
+    fn = lambda q, k, v, out: None  # noqa: E731
+    assert not exercise.bar_for("6-stretch").graded and exercise.bar_for("6").graded
+    if grader_run:
+        assert exercise.check_speed(ch06.VS_SDPA, fn, "6-stretch") is None
+        assert "6-stretch" in capsys.readouterr().out
+    else:
+        with pytest.raises(NotImplementedError):
+            exercise.check_speed(ch06.VS_SDPA, fn, "6-stretch")
+    with pytest.raises(NotImplementedError):   # a graded bar is timed in every run
+        exercise.check_speed(ch06.ATTENTION, fn, "6")
+    assert timed == ([] if grader_run else ["6-stretch"]) + ["6"]
+
+
 def test_no_graded_cell_calls_a_check_that_the_graders_run_leaves_out():
     """A stretch check returns without checking in the grader's runs: a graded cell that called one would
     score points unchecked. Which chapter functions lead to stretch_left_out is read from their source."""
@@ -86,14 +116,21 @@ def test_no_graded_cell_calls_a_check_that_the_graders_run_leaves_out():
     from grader import chapters
     from grader.learner.cells import grade_id, is_autograded_test
 
+    from grader.harness.bars import load_bars
+
     root = Path(__file__).resolve().parents[2]
+    ungraded = {key for key, bar in load_bars(arch=None).items() if not bar.graded}
     left_out = set()
     for name in chapters.names():
         module = chapters.module(name)
         for fname, fn in inspect.getmembers(module, inspect.isfunction):
-            if fn.__module__ == module.__name__ and re.search(r"\b(check_stretch|stretch_left_out)\(", inspect.getsource(fn)):
+            if fn.__module__ != module.__name__:
+                continue
+            source = inspect.getsource(fn)
+            timed_ungraded = any(re.search(rf"check_speed\(.*\"{re.escape(key)}\"", source) for key in ungraded)
+            if timed_ungraded or re.search(r"\b(check_stretch|stretch_left_out)\(", source):
                 left_out.add(fname)
-    assert {"check_matmul_stretch", "check_attention_fast", "check_matmul_hopper"} <= left_out, left_out
+    assert {"check_matmul_stretch", "check_attention_fast", "check_matmul_hopper", "check_attention_stretch"} <= left_out, left_out
     for path in sorted((root / "solutions").glob("*/*.ipynb")):
         for cell in json.loads(path.read_text())["cells"]:
             if is_autograded_test(cell):
