@@ -63,12 +63,7 @@ class ChecksAhead:
                 gid = grade_id(cell) or f"cell-{index}"
                 if gid not in self.checks:   # a grade_id used twice: only the first runs ahead
                     self.checks[gid] = _Check(gid, tuple(learner_cells(nb, gid)), cell.get("source", ""))
-        # The last cell's check starts first. Every speed cell waits for all the checks running ahead, so
-        # what matters is when the last of them ends; a chapter's long checks (hidden sizes, the backward
-        # pass: 18-23 s on an H100) sit near its end, and its first checks are short ones the notebook
-        # reaches while its setup runs. In notebook order chapter 6's first speed cell waited 16 s for
-        # the backward pass's checks, which had started last (assets/results/issue15).
-        self._submit(list(reversed(self.checks.values())))
+        self._submit(list(self.checks.values()))
 
     @classmethod
     def start(cls, nb, cwd: str | None, timeout_s: float | None, width: int, check) -> ChecksAhead | None:

@@ -78,37 +78,3 @@ def test_checks_ahead_give_the_verdicts_of_checks_run_one_by_one(tmp_path, monke
     marks = {c.metadata["nbgrader"]["grade_id"]: c.metadata["ladder"]["ahead"]
              for c in ahead.cells if c.metadata["nbgrader"]["grade"]}
     assert marks == {"square-test": True, "wrong-test": True, "timing-test": False, "cube-test": False}
-
-
-def test_the_last_cells_check_starts_first_and_a_cell_alone_waits_for_the_running_ones():
-    """Checks start from the notebook's end (its long checks sit there), `width` at a time; inside `alone()`
-    the ones not started wait and the running ones finish first."""
-    import threading
-
-    from grader.notebooks.ahead import ChecksAhead
-
-    started, release = [], threading.Event()
-    lock = threading.Lock()
-
-    def check(cells, source, gid, **kwargs):
-        with lock:
-            started.append(gid)
-        release.wait(timeout=30)
-        return gid
-
-    nb = _notebook()
-    ahead = ChecksAhead.start(nb, None, None, 2, check)
-    try:
-        for _ in range(200):
-            if len(started) == 2:
-                break
-            threading.Event().wait(0.01)
-        assert started == ["cube-test", "timing-test"], started
-        release.set()
-        with ahead.alone():
-            assert all(f.done() for f in ahead.futures.values())
-        ahead.pool.shutdown(wait=True)
-        assert sorted(started) == sorted(["square-test", "wrong-test", "timing-test", "cube-test"]), started
-    finally:
-        release.set()
-        ahead.close()
