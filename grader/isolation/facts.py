@@ -247,6 +247,15 @@ def _op_recorder(call: _Call):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Recorder(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # torch's hook for a mode that needs no protection from Dynamo: without it TorchDispatchMode
+            # wraps __torch_dispatch__ in torch._disable_dynamo, whose first call imports torch._dynamo.
+            # That import took 6-10 s in every fresh check process whose learner's launcher ran one torch
+            # op (chapter 6's backward allocates `delta`) on an H100 image without a bytecode cache
+            # (assets/results/issue15). A learner's launcher is never compiled here.
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             if launches.depth() == 0 and call.input_storages:

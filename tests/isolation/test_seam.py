@@ -231,3 +231,26 @@ print("ok")
 '''
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
+
+
+def test_watching_a_launchers_torch_ops_does_not_import_dynamo():
+    """The torch-op recorder (a TorchDispatchMode) must not pull in torch._dynamo: that import took 6-10 s in
+    each fresh check process on an H100 image without a bytecode cache (assets/results/issue15). Run in a
+    fresh interpreter, since another test may have imported it already."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, torch\n"
+        "from grader.isolation import facts\n"
+        "from grader.isolation.messages import CallPolicy\n"
+        "x = torch.ones(4)\n"
+        "call = facts._Call(CallPolicy(), (x,))\n"
+        "with facts._op_recorder(call):\n"
+        "    scratch = torch.empty_like(x)\n"
+        "    y = x * 2\n"
+        "assert call.ops == ['aten::mul'], call.ops\n"
+        "print('dynamo imported' if 'torch._dynamo' in sys.modules else 'dynamo not imported')\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "dynamo not imported", done.stdout
