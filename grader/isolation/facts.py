@@ -244,25 +244,34 @@ def from_package(kernel) -> str | None:
 
 def _op_recorder(call: _Call):
     """A TorchDispatchMode that notes torch ops run on the grader's tensors outside kernel launches."""
+    import torch
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    def record(mode, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if launches.depth() == 0 and call.input_storages:
+            name = func.overloadpacket.__name__
+            if name not in ALLOWED_OPS and _touches(call.input_storages, list(args) + list(kwargs.values())):
+                call.ops.append(f"aten::{name}")
+        return func(*args, **kwargs)
+
+    record_outside_dynamo = torch._disable_dynamo(record, recursive=True)
 
     class Recorder(TorchDispatchMode):
         @classmethod
         def _should_skip_dynamo(cls) -> bool:
-            # torch's hook for a mode that needs no protection from Dynamo: without it TorchDispatchMode
-            # wraps __torch_dispatch__ in torch._disable_dynamo, whose first call imports torch._dynamo.
-            # That import took 6-10 s in every fresh check process whose learner's launcher ran one torch
-            # op (chapter 6's backward allocates `delta`) on an H100 image without a bytecode cache
-            # (assets/results/issue15). A learner's launcher is never compiled here.
+            # torch's hook for a mode that guards itself: without it TorchDispatchMode wraps __torch_dispatch__
+            # in torch._disable_dynamo, whose first call imports torch._dynamo. That import took 6-10 s in
+            # every fresh check process whose launcher ran one torch op (chapter 6's backward allocates
+            # `delta`) on an H100 image without a bytecode cache (assets/results/issue15).
             return False
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if launches.depth() == 0 and call.input_storages:
-                name = func.overloadpacket.__name__
-                if name not in ALLOWED_OPS and _touches(call.input_storages, list(args) + list(kwargs.values())):
-                    call.ops.append(f"aten::{name}")
-            return func(*args, **kwargs)
+            # Dynamo can be compiling only once it is imported (a learner's torch.compile imports it): then
+            # this frame stays out of the compile, as torch would have it; before, nothing needs guarding.
+            if "torch._dynamo" in sys.modules:
+                return record_outside_dynamo(self, func, types, args, kwargs)
+            return record(self, func, types, args, kwargs)
 
     return Recorder()
 
