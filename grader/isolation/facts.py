@@ -247,7 +247,7 @@ def _op_recorder(call: _Call):
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    def record(mode, func, types, args=(), kwargs=None):
+    def record(func, args, kwargs):
         kwargs = kwargs or {}
         if launches.depth() == 0 and call.input_storages:
             name = func.overloadpacket.__name__
@@ -270,8 +270,8 @@ def _op_recorder(call: _Call):
             # Dynamo can be compiling only once it is imported (a learner's torch.compile imports it): then
             # this frame stays out of the compile, as torch would have it; before, nothing needs guarding.
             if "torch._dynamo" in sys.modules:
-                return record_outside_dynamo(self, func, types, args, kwargs)
-            return record(self, func, types, args, kwargs)
+                return record_outside_dynamo(func, args, kwargs)
+            return record(func, args, kwargs)
 
     return Recorder()
 
