@@ -18,6 +18,7 @@ one, in every Triton version the course supports: that is the hook used here, re
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from .launches import Launch
@@ -50,6 +51,21 @@ def _kept(tuner, launch: Launch) -> list:
         tuner.nargs = None
 
 
+def configured_args(config, arg_names, args: tuple, kwargs: dict) -> tuple:
+    """`args` as a launch with `config` would pass them. Triton's autotuner runs a configuration's `pre_hook`
+    on the arguments just before it launches, and the hook may set what a compile specialises on: chapter 6's
+    tuned forward sets its tensor descriptors' tile shapes there. Compiling a configuration without
+    launching it (warm-up, cross-compiling) must do the same, or it compiles for the shapes the launcher left.
+    The hook runs on copies of the dataclass arguments (Triton's TensorDescriptor is one), so the learner's
+    own objects keep their state; tensors are passed as they are, as the autotuner passes them."""
+    if getattr(config, "pre_hook", None) is None:
+        return tuple(args)
+    copies = tuple(dataclasses.replace(a) if dataclasses.is_dataclass(a) and not isinstance(a, type) else a
+                   for a in args)
+    config.pre_hook({**dict(zip(arg_names, copies)), **kwargs, **config.all_kwargs()})
+    return copies
+
+
 def compile_every_config(launch: Launch) -> int:
     """Compile, without running or timing anything, each configuration the learner's pruning keeps for
     this autotuned launch; how many compiled.
@@ -68,7 +84,8 @@ def compile_every_config(launch: Launch) -> int:
     compiled = 0
     for config in _kept(tuner, launch):
         try:
-            tuner.fn.warmup(*launch.args, **kwargs, **config.all_kwargs())
+            args = configured_args(config, tuner.arg_names, launch.args, kwargs)
+            tuner.fn.warmup(*args, **kwargs, **config.all_kwargs())
             compiled += 1
         except Exception:  # noqa: BLE001, S112 - out of resources and the like: the run alone reports it
             continue

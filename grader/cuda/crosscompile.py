@@ -24,6 +24,7 @@ from typing import Any, Callable
 from ..errors import LadderError
 from . import launches
 from .archs import Arch
+from .autotune import configured_args
 from .resources import Usage, assemble_report, launch_problems
 
 TENSOR_CORE_OPS = ("wgmma.mma_async", "mma.sync")   # what tl.dot becomes on tensor cores, Hopper first
@@ -39,11 +40,13 @@ class RecordedLaunch:
     kwargs: dict
     configs: tuple = ()          # triton.Config objects of an autotuned launch
 
-    def variants(self) -> list[tuple[str, dict]]:
-        """(label, keyword arguments) of every compile this launch stands for."""
+    def variants(self) -> list[tuple[str, tuple, dict]]:
+        """(label, arguments, keyword arguments) of every compile this launch stands for; a configuration's
+        arguments are those its pre_hook makes (grader.cuda.autotune.configured_args)."""
         if not self.configs:
-            return [(describe_options(self.kwargs), dict(self.kwargs))]
-        return [(describe_options(c.all_kwargs()), {**self.kwargs, **c.all_kwargs()}) for c in self.configs]
+            return [(describe_options(self.kwargs), tuple(self.args), dict(self.kwargs))]
+        return [(describe_options(c.all_kwargs()), configured_args(c, self.kernel.arg_names, self.args, self.kwargs),
+                 {**self.kwargs, **c.all_kwargs()}) for c in self.configs]
 
 
 @dataclass(frozen=True)
@@ -203,8 +206,8 @@ def _ptxas_for(number: int) -> tuple[str, str]:
 def build(launch: RecordedLaunch, arch: Arch) -> list[TritonBuild]:
     """Every variant of a recorded launch compiled for `arch`, with what ptxas reports of each."""
     out = []
-    for label, kwargs in launch.variants():
-        compiled = compile_kernel(launch.kernel, launch.args, kwargs, arch)
+    for label, args, kwargs in launch.variants():
+        compiled = compile_kernel(launch.kernel, args, kwargs, arch)
         ptx = compiled.asm["ptx"]
         ptxas, gpu_name = _ptxas_for(arch.number)
         meta = compiled.metadata

@@ -402,9 +402,9 @@ def test_the_hopper_kernel_compiles_for_sm90_to_tma_copies_and_wgmma_in_the_coun
     (launch,) = [l for l in recorded.launches if l.name == "matmul_tma_kernel"]
     assert launch.configs == tuple(recorded.namespace["TMA_CONFIGS"])
     shared = {}
-    for label, kwargs in launch.variants():
+    for label, args, kwargs in launch.variants():
         with crosscompile.quiet_triton():
-            compiled = crosscompile.compile_kernel(launch.kernel, launch.args, kwargs, hopper)
+            compiled = crosscompile.compile_kernel(launch.kernel, args, kwargs, hopper)
         ptx, ttgir = compiled.asm["ptx"], compiled.asm["ttgir"]
         assert "cp.async.bulk.tensor" in ptx and "wgmma.mma_async" in ptx and "mma.sync" not in ptx, label
         assert "async_tma_copy_global_to_local" in ttgir and "async_tma_copy_local_to_global" in ttgir, label

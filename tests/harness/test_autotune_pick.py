@@ -170,3 +170,33 @@ def test_ahead_of_its_notebook_every_kept_configuration_is_compiled_without_runn
     assert autotune.compile_every_config(launch) == 1
     assert compiled == [((1,), 128, 8)]                     # B=256 pruned for x=1; B=64 failed to compile
     assert tuner.nargs is None and len(tuner.configs) == 3
+
+
+def test_compiling_a_configuration_applies_its_pre_hook_to_copies_of_the_descriptors():
+    """A configuration's pre_hook may set what the compile specialises on (chapter 6's tuned forward sets
+    its tensor descriptors' tile shapes there): compiled without a launch, each configuration is compiled
+    with the arguments its hook makes, as the autotuner would launch it, and the learner's own descriptor
+    is left as the launcher made it."""
+    import torch
+    import triton
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    def tile_shape(args):
+        args["desc"].block_shape = [args["B"], 16]
+
+    tuner = _fake_tuner([triton.Config({"B": b}, pre_hook=tile_shape) for b in (32, 64)])
+    tuner.arg_names = ["desc", "x"]
+    seen = []
+
+    class Fn:
+        def warmup(self, desc, x, grid, **kwargs):
+            seen.append((list(desc.block_shape), kwargs["B"]))
+
+    tuner.fn = Fn()
+    desc = TensorDescriptor(torch.zeros(128, 16, dtype=torch.float16), [128, 16], [16, 1], [16, 16])
+    launch = launches.Launch("autotune", "k", tuner, lambda: None, args=(desc, 1), kwargs={"grid": "g"})
+    assert autotune.compile_every_config(launch) == 2
+    assert seen == [([32, 16], 32), ([64, 16], 64)]
+    assert desc.block_shape == [16, 16]
+    plain = triton.Config({"B": 8})
+    assert autotune.configured_args(plain, ["desc", "x"], (desc, 1), {}) == (desc, 1)
