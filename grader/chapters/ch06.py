@@ -17,7 +17,7 @@ Exercises
             and not), torch.autograd.gradcheck in float64, O(N) extra memory, and speed against autograd's
             backward through naive attention (bars.toml "6b"; SDPA's backward reported)
 - stretches speed against torch SDPA ("6-stretch", reported only), and a tuned forward against SDPA at
-            D = 64 and 128, causal and not ("6-stretch-fast", reported only)
+            D = 64 and 128, causal and not (one bar per case, "6-stretch-fast-d64" and so on, reported only)
 
 The grader calls launchers as `fn(*inputs, out)`, so each exercise binds `causal` to the learner's
 `attention` with a small wrapper (`bind`). Every tensor the grader passes is contiguous. Without a
@@ -187,7 +187,17 @@ def _exercise(causal: bool) -> Exercise:
 ATTENTION = _exercise(causal=False)
 CAUSAL = _exercise(causal=True)
 FORWARD_EXERCISES = (ATTENTION, CAUSAL)   # exercise 6, checked causal and not
-BAR_KEYS = {"6": "6", "6-causal": "6-causal", "6-stretch": "6", "6-stretch-fast": "6", "6b": "6b"}
+# The tuned forward (stretch goal 1b) is timed in four cases, (D, causal), each against its own bar.
+FAST_CASES = ((64, False), (64, True), (128, False), (128, True))
+
+
+def fast_bar_key(d: int, causal: bool) -> str:
+    """The bar of the tuned forward at head dimension d, causal or not: "6-stretch-fast-d64-causal"."""
+    return f"6-stretch-fast-d{d}" + ("-causal" if causal else "")
+
+
+BAR_KEYS = {"6": "6", "6-causal": "6-causal", "6-stretch": "6", **{fast_bar_key(d, c): "6" for d, c in FAST_CASES},
+            "6b": "6b"}
 _SANITIZE_SIZES = ((1, 1, 1, 64), (1, 2, 100, 64), (2, 1, 77, 128), (1, 1, 129, 64))
 # `ladder check --sanitize` runs memcheck only: Triton places shared memory and every barrier itself, so
 # racecheck and synccheck would test Triton rather than the learner (ask for them with --tool).
@@ -593,9 +603,8 @@ def check_attention_stretch(attention) -> SpeedResult | None:
     return None
 
 
-# The tuned forward (stretch goal 1b): against torch SDPA's FlashAttention backend at D = 64 and 128, causal and not, bar
-# "6-stretch-fast", reported only.
-FAST_CASES = ((64, False), (64, True), (128, False), (128, True))
+# The tuned forward (stretch goal 1b): against torch SDPA's FlashAttention backend at D = 64 and 128, causal and not
+# (FAST_CASES), each case against its own bar (fast_bar_key), reported only.
 
 
 def fast_configs(configs: list) -> list:
@@ -642,14 +651,14 @@ def fast_exercise(d: int, causal: bool) -> Exercise:
     else:
         baseline, name, others = sdpa(causal), "torch SDPA", {}
     return dataclasses.replace(
-        base, key="6-stretch-fast", title=f"tuned attention forward, D={d}, {'causal' if causal else 'non-causal'}",
+        base, key=fast_bar_key(d, causal), title=f"tuned attention forward, D={d}, {'causal' if causal else 'non-causal'}",
         baseline=lambda q, k, v, out: baseline(q, k, v), baseline_name=name,
         speed_size=lambda: _speed_size()[:3] + (d,), others=others, requirements=())
 
 
 def check_attention_fast(attention_fast) -> list | None:
     """Stretch 1b: the tuned forward, correct (causal and not), then timed against SDPA (FlashAttention)
-    at D = 64 and 128, causal and not (bar 6-stretch-fast, reported only). Never stops Run All."""
+    at D = 64 and 128, causal and not, each case against its own bar (reported only). Never stops Run All."""
     if stretch_left_out("6 tuned forward, stretch goal 1b"):
         return None
     try:
@@ -661,7 +670,7 @@ def check_attention_fast(attention_fast) -> list | None:
     results = []
     for d, causal in FAST_CASES:
         try:
-            results.append(check_speed(fast_exercise(d, causal), bind(attention_fast, causal), "6-stretch-fast"))
+            results.append(check_speed(fast_exercise(d, causal), bind(attention_fast, causal), fast_bar_key(d, causal)))
         except NoGPUError as exc:
             print(f"Stretch goal not measured: {exc}")
             return None
@@ -1079,6 +1088,32 @@ def plot_results(*results: SpeedResult | None):
     """Bar chart: TFLOP/s of your kernel beside naive torch and SDPA, under the fp16 matmul ceiling."""
     gpu = next((r.gpu for r in results if r is not None), "")
     return plots.plot_results(*results, title=f"Chapter 6 on {gpu}")
+
+
+def plot_fast(results: list | None):
+    """Stretch 1b's four cases: your tuned forward's speedup over SDPA's FlashAttention backend (the bars),
+    each case's pass bar (dashed), and SDPA left to choose its own backend (grey dots, where reported)."""
+    import matplotlib.pyplot as plt
+
+    results = [r for r in (results or []) if r is not None]
+    if not results:
+        print("Nothing to plot yet: run the stretch 1b cell on a GPU first.")
+        return None
+    fig, ax = plt.subplots(figsize=(10, 4))
+    xs = range(len(results))
+    ax.bar(xs, [r.speedup for r in results], color="tab:orange", label="yours")
+    for i, r in enumerate(results):
+        ax.text(i, r.speedup, f"{r.speedup:.2f}×", ha="center", va="bottom", fontsize=8)
+        ax.hlines(r.bar, i - 0.4, i + 0.4, colors="black", linestyles="--", label="pass bar" if i == 0 else None)
+        for name, ms in r.others.items():   # the same baseline left to choose its own kernel
+            ax.plot(i, ms / r.ms, "o", color="tab:gray", label=f"{name}" if i == 0 else None)
+    ax.axhline(1.0, color="tab:blue", linewidth=1, label=f"{results[0].baseline_name} = 1")
+    ax.set_xticks(list(xs), [r.title.replace("tuned attention forward, ", "") for r in results])
+    ax.set_ylabel(f"speedup over {results[0].baseline_name}")
+    ax.set_title(f"Stretch 1b on {results[0].gpu}")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
 
 
 def plot_scaling(attention, sizes=(512, 1024, 2048, 4096, 8192, 16384), batch_heads=(1, 16), d=64,

@@ -19,7 +19,8 @@ measured) and DIR/ch06_gpu.md with the table at the end. Expected times on an H1
    in each run's `others_speedup`                                                        (~50-70 s)
 5. the tuned forward (`attention_fast`): correctness, then one timing per case (D = 64, 128; causal and
    not) against SDPA for it and for the exercise-6 solution, and the autotuner's choices    (~20 s)
-6. bar 6-stretch-fast, --fast-runs runs (default 10) of each of the four cases, tuned forward then the
+6. the bars of stretch 1b (ch06.fast_bar_key; one bar, "6-stretch-fast", before they were split by case),
+   --fast-runs runs (default 10) of each of the four cases, tuned forward then the
    exercise-6 solution (the rung below)                                       (~2 s a run: ~160 s at 10)
 
 Parts 1-5 take about 130-150 s; part 6 runs while --budget (default 150 s) lasts, so at the defaults it
@@ -136,11 +137,11 @@ def fast_forward_once(fwd: dict) -> dict:
                                    fwd["attention_fast"]), True)
     if DRY:
         return out
-    bar = bar_for("6-stretch-fast").bar
     for d, causal in ch06.FAST_CASES:
         ex = ch06.fast_exercise(d, causal)
+        bar = bar_for(ch06.fast_bar_key(d, causal)).bar
         for name in ("attention_fast", "attention"):
-            r = measure_speed(ex, ch06.bind(fwd[name], causal), "6-stretch-fast")
+            r = measure_speed(ex, ch06.bind(fwd[name], causal), ch06.fast_bar_key(d, causal))
             out[f"{name} D={d} causal={causal}"] = {"speedup_vs_sdpa": round(r.speedup, 4), "ms": round(r.ms, 5),
                                                     "rate": round(r.rate(), 1), "bar": bar, "passes": r.speedup >= bar}
             print(f"  {name} D={d} causal={causal}: {r.speedup:.3f}x SDPA ({r.rate():.0f} TFLOP/s)", flush=True)
@@ -164,9 +165,9 @@ def fast_rungs() -> list[tuple[str, Rung]]:
         wrap = lambda f, c=causal: ch06.bind(f, c)  # noqa: E731
         ex = ch06.fast_exercise(d, causal)
         rungs.append(("ch06", Rung(f"6-stretch-fast D={d} causal={causal} (attention_fast)", "correct", FWD_CELLS,
-                                   "attention_fast", ex, "6-stretch-fast", "pass", RUNG_SIZES_FWD, wrap=wrap)))
+                                   "attention_fast", ex, ch06.fast_bar_key(d, causal), "pass", RUNG_SIZES_FWD, wrap=wrap)))
         rungs.append(("ch06", Rung(f"6-stretch-fast D={d} causal={causal} (exercise 6 solution)", "correct", FWD_CELLS,
-                                   "attention", ex, "6-stretch-fast", "fail", RUNG_SIZES_FWD, wrap=wrap)))
+                                   "attention", ex, ch06.fast_bar_key(d, causal), "fail", RUNG_SIZES_FWD, wrap=wrap)))
     return rungs
 
 
@@ -175,7 +176,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--dry", action="store_true", help="no GPU: interpreter correctness at small sizes, no timing")
     p.add_argument("--runs", type=int, default=10, help="runs of each 6b rung")
-    p.add_argument("--fast-runs", type=int, default=10, help="runs of each 6-stretch-fast rung")
+    p.add_argument("--fast-runs", type=int, default=10, help="runs of each stretch 1b rung")
     p.add_argument("--budget", type=float, default=150.0, help="seconds after which no new part starts")
     p.add_argument("--only", default="", help="comma-separated: env,backward,memory,6b,fast,fast-runs")
     args = p.parse_args(argv)

@@ -478,8 +478,8 @@ def exercise_for(case: str):
     if case.startswith("ch05"):
         size = tuple(int(x) for x in case.split()[1].split("x"))
         return replace(ch05.HOPPER, speed_size=lambda s=size: s), "5a-hopper"
-    d = int(case.split("D=")[1].split()[0])
-    return ch06.fast_exercise(d, "non-causal" not in case), "6-stretch-fast"
+    d, causal = int(case.split("D=")[1].split()[0]), "non-causal" not in case
+    return ch06.fast_exercise(d, causal), ch06.fast_bar_key(d, causal)
 
 
 def top(rec: Record, case: str, n: int) -> list[str]:
