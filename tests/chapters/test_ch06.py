@@ -577,3 +577,26 @@ def test_stretch_fast_bars_on_hopper_separate_the_rungs_of_their_record_and_the_
         case = f"D = {d}{', causal' if causal else ''} |"
         quoted = f"{case} {tuned[0]:.2f}–{tuned[-1]:.2f}× | {below[0]:.2f}–{below[-1]:.2f}× |"
         assert quoted in text, quoted
+
+
+def test_plot_fast_draws_each_case_against_its_own_bar(capsys):
+    """The plot after stretch 1b's check: one bar per case at its speedup, a dashed line at that case's pass
+    bar, SDPA's own choice as a dot at its ratio; and a sentence, not a figure, before the check has run."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from types import SimpleNamespace
+
+    assert ch06.plot_fast(None) is None
+    assert "run the stretch 1b cell on a GPU first" in capsys.readouterr().out
+    results = [SimpleNamespace(speedup=1.5 + i / 10, bar=1.4 + i / 100, ms=1.0, others={"torch SDPA (own)": 0.9},
+                               title=f"tuned attention forward, D={d}, case {i}", baseline_name="FA2", gpu="GPU")
+               for i, d in enumerate((64, 64, 128, 128))]
+    fig = ch06.plot_fast(results)
+    ax = fig.axes[0]
+    assert [round(p.get_height(), 3) for p in ax.patches] == [1.5, 1.6, 1.7, 1.8]
+    bars = [round(seg[0][1], 3) for c in ax.collections for seg in c.get_segments()]
+    assert bars == [1.4, 1.41, 1.42, 1.43]
+    assert [c.get_label() for c in ax.collections][0] == "pass bar"
+    dots = [line for line in ax.lines if line.get_marker() == "o"]
+    assert len(dots) == 4 and all(round(line.get_ydata()[0], 3) == 0.9 for line in dots)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [f"D={d}, case {i}" for i, d in enumerate((64, 64, 128, 128))]
