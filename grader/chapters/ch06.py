@@ -1106,7 +1106,7 @@ def plot_fast(results: list | None):
         ax.text(i, r.speedup, f"{r.speedup:.2f}×", ha="center", va="bottom", fontsize=8)
         ax.hlines(r.bar, i - 0.4, i + 0.4, colors="black", linestyles="--", label="pass bar" if i == 0 else None)
         for name, ms in r.others.items():   # the same baseline left to choose its own kernel
-            ax.plot(i, ms / r.ms, "o", color="tab:gray", label=f"{name}" if i == 0 else None)
+            ax.plot(i, ms / r.ms, "o", color="tab:gray", label=name if i == 0 else None)
     ax.axhline(1.0, color="tab:blue", linewidth=1, label=f"{results[0].baseline_name} = 1")
     ax.set_xticks(list(xs), [r.title.replace("tuned attention forward, ", "") for r in results])
     ax.set_ylabel(f"speedup over {results[0].baseline_name}")

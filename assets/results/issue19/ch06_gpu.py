@@ -139,9 +139,10 @@ def fast_forward_once(fwd: dict) -> dict:
         return out
     for d, causal in ch06.FAST_CASES:
         ex = ch06.fast_exercise(d, causal)
-        bar = bar_for(ch06.fast_bar_key(d, causal)).bar
+        key = ch06.fast_bar_key(d, causal)
+        bar = bar_for(key).bar
         for name in ("attention_fast", "attention"):
-            r = measure_speed(ex, ch06.bind(fwd[name], causal), ch06.fast_bar_key(d, causal))
+            r = measure_speed(ex, ch06.bind(fwd[name], causal), key)
             out[f"{name} D={d} causal={causal}"] = {"speedup_vs_sdpa": round(r.speedup, 4), "ms": round(r.ms, 5),
                                                     "rate": round(r.rate(), 1), "bar": bar, "passes": r.speedup >= bar}
             print(f"  {name} D={d} causal={causal}: {r.speedup:.3f}x SDPA ({r.rate():.0f} TFLOP/s)", flush=True)
