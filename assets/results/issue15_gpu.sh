@@ -3,29 +3,41 @@
 #   bash assets/results/issue15_gpu.sh time "$OUT" [CHAPTERS]
 #       each solution notebook graded alone by `ladder grade`, timed, with where the time went
 #       (assets/results/issue15/grading_time.py)
-#   bash assets/results/issue15_gpu.sh class "$OUT" GPUS [HALF]
-#       a synthetic class of 16 chapter-1 students (assets/results/issue15/synthetic_class.py) graded by
-#       `ladder grade` on GPUS GPUs (1: the default path, no Dask; N > 1: --gpus N), timed; the grades,
-#       the summary and the journal are kept. The time limits are tests/grading's short ones, so that
-#       the hanging student costs seconds.
+#   bash assets/results/issue15_gpu.sh class "$OUT" GPUS [HALF] [CHAPTER]
+#       a synthetic class of 16 students of CHAPTER (default 01_vector_add; assets/results/issue15/
+#       synthetic_class.py) graded by `ladder grade` on GPUS GPUs (1: the default path, no Dask; N > 1:
+#       --gpus N), timed; the grades, the summary and the journal are kept, and each score is compared
+#       with the one its submission promises (expected.json, score_check.txt). HALF 1 or 2 grades every
+#       other student, for a one-GPU class that does not fit one device call ("" for the whole class).
+#       The time limits are tests/grading's short ones, so that the hanging student costs seconds.
 set -uo pipefail
 part=$1; out=$2; shift 2
 source "$(dirname "$0")/gpu_env.sh"
 case "$part" in
   time) python3 assets/results/issue15/grading_time.py --out "$out" --chapters "${1:-}" 2>&1 | tee "$out/grading_time.md" ;;
   class)
-    gpus=${1:-1}; half=${2:-}
-    python3 assets/results/issue15/synthetic_class.py "$out/subs" ${half:+--half "$half"} || exit 1
+    gpus=${1:-1}; half=${2:-}; chapter=${3:-01_vector_add}
+    python3 assets/results/issue15/synthetic_class.py "$out/subs" --chapter "$chapter" ${half:+--half "$half"} || exit 1
+    python3 assets/results/issue15/synthetic_class.py --expected --chapter "$chapter" ${half:+--half "$half"} > "$out/expected.json"
     export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEOUT_S=20
     extra=(); [ "$gpus" -gt 1 ] && extra=(--gpus "$gpus")
     start=$(date +%s.%N)
-    python3 -m grader.cli grade "$out/subs" --assignment 01_vector_add --workspace "$out/ws" "${extra[@]}" \
+    python3 -m grader.cli grade "$out/subs" --assignment "$chapter" --workspace "$out/ws" "${extra[@]}" \
         > "$out/grade.txt" 2> "$out/grade.stderr"
     rc=$?
     echo "rc=$rc gpus=$gpus wall_s=$(python3 -c "import sys; print(round($(date +%s.%N) - $start, 1))")" | tee "$out/wall.txt"
     grep -v "^    [✓✗]" "$out/grade.txt" | tail -40
     cp "$out/ws/grades.csv" "$out/grades.csv"
     python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); [print(*r) for r in c.execute('select student, score, max_score, round(seconds,1), worker, attempts from ladder_graded order by student')]" "$out/ws/gradebook.db" > "$out/journal.txt"
+    python3 - "$out/expected.json" "$out/grades.csv" <<'PY' | tee "$out/score_check.txt"
+import csv, json, sys
+expected = json.load(open(sys.argv[1]))
+got = {r["student_id"]: float(r["score"]) for r in csv.DictReader(open(sys.argv[2]))}
+for student in sorted(expected):
+    mark = "ok" if got.get(student) == expected[student] else "DIFFERS"
+    print(f"{mark:8} {student:20} expected {expected[student]:>4}  graded {got.get(student)}")
+print("all as expected" if all(got.get(s) == e for s, e in expected.items()) else "some scores differ")
+PY
     rm -rf "$out/ws/source" "$out/ws/release" "$out/subs"
     (cd "$out" && tar czf /tmp/class.tgz ws && rm -rf ws && mv /tmp/class.tgz ws.tgz)
     ;;
