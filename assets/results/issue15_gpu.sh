@@ -22,7 +22,8 @@ case "$part" in
     export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEOUT_S=20
     extra=(); [ "$gpus" -gt 1 ] && extra=(--gpus "$gpus")
     start=$(date +%s.%N)
-    python3 -m grader.cli grade "$out/subs" --assignment "$chapter" --workspace "$out/ws" "${extra[@]}" \
+    # CLASS_LIMIT_S: stop the grading in time for the records to be written within one device call
+    timeout "${CLASS_LIMIT_S:-86400}" python3 -m grader.cli grade "$out/subs" --assignment "$chapter" --workspace "$out/ws" "${extra[@]}" \
         > "$out/grade.txt" 2> "$out/grade.stderr"
     rc=$?
     echo "rc=$rc gpus=$gpus wall_s=$(python3 -c "import sys; print(round($(date +%s.%N) - $start, 1))")" | tee "$out/wall.txt"
