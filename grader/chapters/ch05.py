@@ -91,6 +91,11 @@ def _tolerance(size: Size) -> tuple[float, float]:
     K = 1024 on (at K = 4096, 3-20% of the elements are out), and bf16 inputs fail at every K
     (a third of the elements). The timing sizes have K >= 1024, so the speed cell's own
     correctness check catches both.
+    5b's answer may also be as far off as torch eager's own (`_eager_bias_gelu`, Exercise.as_torch_computes):
+    eager rounds the product to fp16 before adding the bias, and where the bias nearly cancels a product
+    of 4 to 8 that one rounding (up to 2^-9) exceeds the tolerance at the small result. It happened once
+    in 67 million elements at 8192 x 8192 (an H200, issue 15's class): without the allowance a kernel
+    that rounds where eager does would fail on some draws of the inputs and pass on others.
     """
     return 2e-3, 1e-3
 
@@ -146,6 +151,7 @@ FUSED = Exercise(
     ceiling="fp16_tflops",
     flops=lambda s: 2 * s[0] * s[1] * s[2],
     tolerance=_tolerance,
+    as_torch_computes=lambda a, b, bias: _gelu_tanh(torch.mm(a, b) + bias),
     others={"torch.compile": _compiled_bias_gelu},
     cpu_sizes=((64, 64, 64), (96, 160, 128), (33, 47, 95)),
     speed_hint="one kernel: your 5a matmul with the bias added to the fp32 accumulator and GELU applied "

@@ -147,6 +147,49 @@ def test_tolerance_passes_fp32_accumulation_and_fails_fp16_accumulation_and_bf16
         correctness.compare(bf16, expected, rtol=rtol, atol=atol, what="bf16 inputs")
 
 
+def _cancelling_inputs():
+    """One output whose product, 10.0037, rounds to 10.0 in fp16 (an error of 2^-8 - 2^-13), and a bias of
+    -9.7 that leaves x = 0.30: eager's rounding of the product is then 0.0027 off at GELU's output, twice
+    the tolerance there (0.00137)."""
+    a = torch.zeros(1, 16, dtype=torch.float16)
+    a[0, :2] = 1
+    b = torch.zeros(16, 1, dtype=torch.float16)
+    b[0, 0], b[1, 0] = 10.0, 2.0 ** -8 - 2.0 ** -13
+    return a, b, torch.tensor([-9.7], dtype=torch.float16)
+
+
+def test_5b_accepts_an_answer_rounded_where_eager_rounds_and_nothing_further_off():
+    from grader.harness.exercise import verify
+
+    inputs = _cancelling_inputs()
+    size = (1, 1, 16)
+    reference = ch05.FUSED.reference(*[t.double() for t in inputs])
+    eager = ch05.FUSED.as_torch_computes(*inputs)
+    rtol, atol = ch05.FUSED.tolerance_for(size)
+    error = (eager.double() - reference).abs().item()
+    assert error > 1.5 * (atol + rtol * reference.abs().item())   # the case: eager is outside the tolerance
+    with pytest.raises(CheckFailed, match="wrong result"):          # and a plain comparison refuses it
+        correctness.compare(eager, reference, rtol=rtol, atol=atol, what="eager")
+    verify(ch05.FUSED, size, list(inputs), correctness.snapshot(inputs), eager.clone(), "eager's rounding")
+    fused = ch05.FUSED.reference(*[t.float() for t in inputs]).half()   # fp32 throughout, one rounding
+    verify(ch05.FUSED, size, list(inputs), correctness.snapshot(inputs), fused, "one rounding")
+    further = (reference + 3 * (eager.double() - reference)).half()    # three times eager's error: refused
+    with pytest.raises(CheckFailed, match="plus torch's own error at that element"):
+        verify(ch05.FUSED, size, list(inputs), correctness.snapshot(inputs), further, "three times as far")
+
+
+def test_5b_allowance_still_refuses_fp16_accumulation_and_bf16_inputs():
+    from grader.harness.exercise import verify
+
+    size = (512, 512, 1024)
+    a, b, bias = ch05.FUSED.make_inputs(size, torch.Generator().manual_seed(5), "cpu")
+    for name, product in (("fp16 accumulation", _fp16_accumulated(a, b, 64)),
+                          ("bf16 inputs", (a.bfloat16().float() @ b.bfloat16().float()).half())):
+        out = torch.nn.functional.gelu(product.float() + bias.float(), approximate="tanh").half()
+        with pytest.raises(CheckFailed, match="wrong result"):
+            verify(ch05.FUSED, size, [a, b, bias], correctness.snapshot([a, b, bias]), out, name)
+
+
 def test_cpu_skips_sizes_too_large_for_the_interpreter(capsys, monkeypatch):
     monkeypatch.setattr(ch05, "has_gpu", lambda: False)
     kept = ch05._sizes_for_here(ch05.MATMUL, [(1, 1, 1), (4096, 4096, 1), (31, 33, 35)])
@@ -550,3 +593,21 @@ def test_the_chapter_text_states_the_per_architecture_shared_memory_limits():
     for words in ("64 KiB on compute capability 7.5", "163 KiB on 8.0", "99 KiB on 8.6 and 8.9", "227 KiB on 9.0"):
         assert words in flat, words
     assert "ch05.configs_that_fit" in flat and "metadata.shared" in flat
+
+
+def test_5b_bar_on_hopper_separates_the_rungs_of_both_records():
+    """The sm_90 bar against the ten runs a rung on an H100 and an H200 (assets/results/ch05-5b-sm90): the
+    fused solution above it every time, both unfused rungs below it every time."""
+    from grader.harness.bars import bar_for
+
+    bar = bar_for("5b", arch="sm_90").bar
+    for gpu in ("h100", "h200"):
+        record = json.loads((ROOT / "assets" / "results" / "ch05-5b-sm90" / gpu / "ch05-5b-calibration.json").read_text())
+        assert record["cc"] == "9.0" and len(record["rungs"]) == 3
+        for rung in record["rungs"]:
+            speedups = [run["speedup"] for run in rung["runs"]]
+            assert len(speedups) == 10
+            if rung["expected"] == "pass":
+                assert min(speedups) >= bar, (gpu, rung["rung"], min(speedups))
+            else:
+                assert max(speedups) < bar, (gpu, rung["rung"], max(speedups))

@@ -150,3 +150,17 @@ def test_poison_fills_nan_and_int_sentinel():
 def test_shape_mismatch_message():
     with pytest.raises(CheckFailed, match=r"output has shape \(3,\), expected \(4,\)"):
         correctness.compare(torch.zeros(3), torch.zeros(4, dtype=torch.float64), rtol=0, atol=0, what="x")
+
+
+def test_torch_error_widens_only_its_own_elements_and_never_forgives_nan():
+    expected = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)
+    torch_error = torch.tensor([0.5, 0.0, 0.0, 0.5], dtype=torch.float64)
+    correctness.compare(torch.tensor([1.4, 2.0, 3.0, 4.0]), expected, rtol=0, atol=1e-6, what="x",
+                        torch_error=torch_error)
+    with pytest.raises(CheckFailed, match=r"index 1: expected 2, got 2.4") as exc:
+        correctness.compare(torch.tensor([1.0, 2.4, 3.0, 4.0]), expected, rtol=0, atol=1e-6, what="x",
+                            torch_error=torch_error)
+    assert "1 of 4 elements" in str(exc.value) and "plus torch's own error" in str(exc.value)
+    with pytest.raises(CheckFailed, match=r"NaN"):
+        correctness.compare(torch.tensor([1.0, 2.0, 3.0, float("nan")]), expected, rtol=0, atol=1e-6, what="x",
+                            torch_error=torch_error)
