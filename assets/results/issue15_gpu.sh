@@ -39,6 +39,18 @@ for student in sorted(expected):
     print(f"{mark:8} {student:20} expected {expected[student]:>4}  graded {got.get(student)}")
 print("all as expected" if all(got.get(s) == e for s, e in expected.items()) else "some scores differ")
 PY
+    # why each failed test cell failed: the reason and the first line of its error output in the autograded notebook
+    python3 - "$out/ws/autograded" "$chapter" <<'PY' > "$out/failures.txt"
+import json, sys
+from pathlib import Path
+for nb_path in sorted(Path(sys.argv[1]).glob(f"*/{sys.argv[2]}/*.ipynb")):
+    for cell in json.loads(nb_path.read_text())["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        errors = [o.get("evalue", "") for o in cell.get("outputs", []) if o["output_type"] == "error"]
+        if meta.get("grade") and errors:
+            lines = errors[-1].strip().splitlines()
+            print(f"{nb_path.parts[-3]:20} {meta['grade_id']:16} {lines[-1]} {lines[0][:240]}")
+PY
     rm -rf "$out/ws/source" "$out/ws/release" "$out/subs"
     (cd "$out" && tar czf /tmp/class.tgz ws && rm -rf ws && mv /tmp/class.tgz ws.tgz)
     ;;
