@@ -23,7 +23,8 @@ from submissions.build import build  # noqa: E402
 # Chapter 1's kinds are tests/notebooks/test_grading.py's class; chapter 5's mix its own students with
 # chapter-5 entries of the exploit suite (tests/submissions/wrong), whose failures each take one
 # exercise's cells: a crash or a cheat in 5a's launcher fails 5a's three cells (6 points), a hang in 5a's
-# hidden shapes that one cell (2). A replaced timer costs every check that runs in a separate process
+# hidden shapes that one cell (2), and its launcher, one 128x128x32 configuration without the autotuner, misses
+# 5a's speed bar too (measured on an H200: 11). A replaced timer costs every check that runs in a separate process
 # (the verifier refuses the tampered process before any check), so only 5.0 and 5.1 score (2).
 CLASSES = {
     "01_vector_add": {
@@ -36,7 +37,7 @@ CLASSES = {
         "correct": ("ch05", "correct", 4, 15), "wrong": ("ch05", "wrong", 1, 3), "stub": ("ch05", "stub", 1, 0),
         "naive": ("ch05", "naive_5a", 1, 13), "unfused": ("ch05", "unfused_5b", 1, 13),
         "killer": ("ch05", "killer", 1, 14), "crasher": ("wrong", "crash_null_read", 2, 9),
-        "hanger": ("wrong", "infinite_loop_python", 1, 13), "cheater": ("wrong", "cupy_matmul_ch05", 2, 9),
+        "hanger": ("wrong", "infinite_loop_python", 1, 11), "cheater": ("wrong", "cupy_matmul_ch05", 2, 9),
         "timer_tamperer": ("wrong", "tamper_do_bench", 1, 2), "tampered": ("ch05", "tampered", 1, 13),
     },
 }
