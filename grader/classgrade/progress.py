@@ -62,6 +62,9 @@ def summary(grades: list[StudentGrade]) -> list[str]:
         lines.append(f"{g.student:<20} {status:<12} {how}")
         for note in g.notes:
             lines.append(f"    ~ {note}")
+        if g.error and not g.cells:   # not graded at all: the whole reason, which the status line only begins
+            rest = g.error.splitlines()[1:]
+            lines.extend(f"    | {line}" for line in rest[-60:])
         for loss in g.kernel_losses:
             lines.append(f"    ! {loss}")
         for cell, (pts, mx) in g.cells.items():

@@ -195,8 +195,10 @@ def _on_dask(client, jobs: list[StudentJob], ws: Workspace, shown: Progress, ret
             job, round_ = pending.pop(future)
             tries = attempts.get(job.student, [])
             this_round = [t for t in tries if t.get("key") == future.key]
-            # every attempt of this round but the last ended with its worker (Dask moved the student on)
-            died = this_round[:-1] if future.status == "finished" else this_round
+            # every attempt of this round but the last ended with its worker (Dask moved the student on); the
+            # last died too only when Dask gave up on the student for it (KilledWorker), not when it raised
+            ended_by_death = future.status != "finished" and isinstance(future.exception(), KilledWorker)
+            died = this_round if ended_by_death else this_round[:-1]
             notes = gpu_notes.get(job.student, []) + [
                 f"attempt on {t['where']} ended when its worker died; graded again" for t in died]
             if future.status == "finished":

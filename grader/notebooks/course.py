@@ -33,11 +33,38 @@ def assignments(root: Path) -> list[str]:
 
 
 def nbgrader_env() -> None:
-    """nbgrader runs `alembic` as a command to set up its database: make the interpreter's own bin
-    folder reachable even when `ladder` runs from a virtual environment that is not activated."""
-    bindir = os.path.dirname(sys.executable)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    """nbgrader runs `alembic` as a command to set up a new gradebook: make the folder that holds it
+    reachable even when `ladder` runs from a virtual environment that is not activated, or in a process
+    whose PATH lacks it (a Dask worker on a GPU machine failed its first student that way)."""
+    have = os.environ.get("PATH", "").split(os.pathsep)
+    for folder in reversed(_command_folders("alembic")):
+        if folder not in have:
+            os.environ["PATH"] = folder + os.pathsep + os.environ.get("PATH", "")
+            have.insert(0, folder)
+
+
+def _command_folders(command: str) -> list[str]:
+    """Folders that hold an installed package's command: the interpreter's own bin folder, the scripts
+    folder of its installation, where the package's record puts it, and DIR/bin beside the package for
+    `pip install --target DIR`, whose record names a path relative to another prefix. The interpreter's
+    folder always, as before; the others only where the command is there."""
+    import sysconfig
+
+    found = [os.path.dirname(sys.executable), sysconfig.get_path("scripts")]
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        package = distribution(command)
+        found += [str(Path(package.locate_file(f)).resolve().parent) for f in package.files or ()
+                  if f.name == command and "bin" in f.parts]
+        found.append(str(Path(str(package.locate_file(command))).resolve().parent / "bin"))
+    except (ImportError, PackageNotFoundError):
+        pass
+    folders = []
+    for i, folder in enumerate(found):
+        if folder and folder not in folders and (i == 0 or os.path.isfile(os.path.join(folder, command))):
+            folders.append(folder)
+    return folders
 
 
 def configure_course(c, root: str | None = None) -> None:

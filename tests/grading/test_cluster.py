@@ -72,3 +72,17 @@ def test_a_bad_checks_at_once_setting_stops_ladder_grade_before_any_student(tmp_
     code = main(["grade", str(tmp_path / "subs"), "--assignment", "01_vector_add", "--workspace", str(tmp_path / "ws")])
     assert code == 2
     assert "LADDER_CHECKS_AT_ONCE='many' is not a whole number" in capsys.readouterr().err
+
+
+def test_the_summary_prints_the_whole_reason_of_a_student_not_graded():
+    from grader.classgrade.job import StudentGrade
+    from grader.classgrade.progress import summary
+
+    error = ("not graded: grading failed on the worker (LadderError: nbgrader could not prepare 01_vector_add: "
+             "Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>\nOSError: disk full")
+    graded = StudentGrade("bob", 9.0, 15.0, {"napkin-test": (1.0, 1.0)}, None, error="1 cell's kernel died")
+    lines = summary([StudentGrade("alice", 0.0, 0.0, {}, None, error=error), graded])
+    text = "\n".join(lines)
+    assert "alice                0/0  (not graded: grading failed on the worker" in text
+    assert "    | OSError: disk full" in text and '    |   File "x.py", line 1' in text
+    assert "| 1 cell" not in text   # a graded student's note stays on its status line

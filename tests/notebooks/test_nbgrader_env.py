@@ -1,0 +1,41 @@
+"""nbgrader runs the `alembic` command to set up every new gradebook (a worker's scratch course makes one
+for its first student), so `nbgrader_env` must make it reachable whatever PATH the process was given."""
+
+import os
+import shutil
+import stat
+from importlib import metadata
+
+import pytest
+
+from grader.notebooks import course
+
+
+def test_alembic_is_found_with_a_path_that_lacks_the_environments_bin_folder(monkeypatch):
+    pytest.importorskip("alembic")
+    monkeypatch.setenv("PATH", os.pathsep.join(["/usr/bin", "/bin"]))
+    course.nbgrader_env()
+    assert shutil.which("alembic"), os.environ["PATH"]
+
+
+def test_a_pip_target_install_puts_its_bin_folder_on_path(tmp_path, monkeypatch):
+    """`pip install --target DIR` writes commands to DIR/bin, while the package's record names them
+    relative to another prefix (../../bin/alembic), which does not exist here."""
+    (tmp_path / "alembic").mkdir()
+    (tmp_path / "bin").mkdir()
+    command = tmp_path / "bin" / "alembic"
+    command.write_text("#!/bin/sh\necho head\n")
+    command.chmod(command.stat().st_mode | stat.S_IEXEC)
+
+    class TargetInstall:
+        files = [metadata.PackagePath("../../bin/alembic"), metadata.PackagePath("alembic/__init__.py")]
+
+        def locate_file(self, path):
+            return tmp_path / "site" / ".." / str(path) if str(path).startswith("..") else tmp_path / str(path)
+
+    monkeypatch.setattr(metadata, "distribution", lambda name: TargetInstall())
+    monkeypatch.setenv("PATH", "/nowhere")
+    course.nbgrader_env()
+    path = os.environ["PATH"].split(os.pathsep)
+    assert str(tmp_path / "bin") in path and path[-1] == "/nowhere"
+    assert str(tmp_path / "site" / ".." / ".." / "bin") not in path   # the record's own, absent folder
