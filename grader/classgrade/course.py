@@ -97,5 +97,10 @@ def generate(workspace: Path, assignment: str, files: dict[str, bytes], db_url: 
     with generation_lock(db_url or sqlite_url(workspace), assignment), captured_stderr() as err:
         made = api(workspace, db_url).generate_assignment(assignment, force=True, create=True)
     if not made["success"]:
+        if "No such file or directory: 'alembic'" in (made.get("log") or "") + str(made.get("error")):
+            raise LadderError(f"nbgrader could not prepare {assignment}: it runs the `alembic` command to create "
+                              "a new gradebook, and this process finds none (not on PATH, not beside the alembic "
+                              "package). Install nbgrader with its dependencies in the environment this process "
+                              "runs in (pip install nbgrader), the same on every worker.")
         raise LadderError(f"nbgrader could not prepare {assignment}: {made.get('error')}\n{err.summary()}\n"
                           f"{(made.get('log') or '')[-3000:]}")

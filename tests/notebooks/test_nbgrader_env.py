@@ -39,3 +39,17 @@ def test_a_pip_target_install_puts_its_bin_folder_on_path(tmp_path, monkeypatch)
     path = os.environ["PATH"].split(os.pathsep)
     assert str(tmp_path / "bin") in path and path[-1] == "/nowhere"
     assert str(tmp_path / "site" / ".." / ".." / "bin") not in path   # the record's own, absent folder
+
+
+def test_a_missing_alembic_command_is_named_when_a_gradebook_cannot_be_made(tmp_path, monkeypatch):
+    from grader.classgrade import course as grading_course
+    from grader.errors import LadderError
+
+    class NoAlembic:
+        def generate_assignment(self, *args, **kwargs):
+            return {"success": False, "error": "Traceback ...",
+                    "log": "FileNotFoundError: [Errno 2] No such file or directory: 'alembic'"}
+
+    monkeypatch.setattr(grading_course, "api", lambda *args, **kwargs: NoAlembic())
+    with pytest.raises(LadderError, match="runs the `alembic` command to create a new gradebook"):
+        grading_course.generate(tmp_path, "01_vector_add", {"01_vector_add.ipynb": b"{}"})
