@@ -13,20 +13,6 @@ import sys
 from calibrate import Rung, main
 from grader.chapters import ch05
 
-def _torch_epilogue(matmul):
-    """The notebook's ungraded `unfused` comparison as a launcher: torch computes the epilogue, in place
-    (marked as the course's own comparison, as `ch05.compare_unfused` marks it, so the seam allows it)."""
-    import torch
-
-    from grader.isolation.seam import as_learner
-
-    def matmul_bias_act(a, b, bias, out):
-        matmul(a, b, out)
-        out.add_(bias)
-        torch.ops.aten.gelu_.default(out, approximate="tanh")
-    return as_learner(matmul_bias_act, "unfused", torch_ops=True)
-
-
 SIZES = [(1, 1, 1), (31, 33, 35), (127, 129, 257), (512, 512, 512), (2049, 1023, 4100)]
 RUNGS = [
     Rung("5a naive: 32x32 tiles, row-major, no autotuning (naive_5a)", "naive_5a", ["matmul-solution"], "matmul",
@@ -40,7 +26,7 @@ RUNGS = [
     Rung("5b unfused: 5a matmul, then the learner's own bias and GELU kernels in place (unfused_5b)", "unfused_5b",
          ["matmul-solution", "fused-solution"], "matmul_bias_act", ch05.FUSED, "5b", "fail", SIZES),
     Rung("5b unfused: 5a matmul, then torch's in-place bias add and GELU (the notebook's `unfused` cell)", "correct",
-         ["matmul-solution"], "matmul", ch05.FUSED, "5b", "fail", SIZES, wrap=_torch_epilogue),
+         ["matmul-solution"], "matmul", ch05.FUSED, "5b", "fail", SIZES, wrap=ch05.with_torch_epilogue),
     Rung("5a-stretch split-K at 512x512x65536 (solution stretch)", "correct", ["matmul-solution", "splitk-solution"],
          "matmul_splitk", ch05.SPLIT_K, "5a-stretch", "pass", SIZES),
     Rung("5a-stretch one program per tile at 512x512x65536 (solution 5a)", "correct", ["matmul-solution"], "matmul",

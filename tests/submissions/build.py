@@ -48,6 +48,17 @@ def build(chapter: str, chapter_dir: str, name: str, dest: Path) -> Path:
     return dest
 
 
+def remove_tests(nb: dict, deleted: str, emptied: str) -> None:
+    """What a tampering student does to a notebook: delete the test cell `deleted` and replace the checks
+    of the test cell `emptied` by `pass` (grade_ids). Grading restores both from the release."""
+    cells = nb["cells"]
+    ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells]
+    del cells[ids.index(deleted)]
+    for cell in cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == emptied:
+            cell["source"] = "pass  # tests removed by the student\n"
+
+
 def launchers(chapter: str, name: str, cell_ids: list[str]) -> dict:
     """Execute a submission's cells (or the solution's) outside a notebook; returns their namespace.
 

@@ -1,6 +1,8 @@
 """A student who tampers with the tests: wrong napkin math in both napkin cells, then the 1.0 test
 cell deleted and the 1.1 test cell's checks replaced by `pass`. Graded on the original tests, both
 napkin cells fail. The kernels are the solution's: 1 point on a CPU (the diagnosis), 13 of 15 on a GPU."""
+from submissions.build import remove_tests
+
 CHAPTER_DIR = "01_vector_add"
 CELLS = {
     "napkin-solution": '''
@@ -21,9 +23,4 @@ def fused_bytes(n):
 
 
 def tamper(nb: dict) -> None:
-    cells = nb["cells"]
-    ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells]
-    del cells[ids.index("napkin-test")]
-    for cell in cells:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "fusion-napkin-test":
-            cell["source"] = "pass  # tests removed by the student\n"
+    remove_tests(nb, deleted="napkin-test", emptied="fusion-napkin-test")

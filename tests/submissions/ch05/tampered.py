@@ -2,22 +2,12 @@
 order that is plain row-major, then the 5.0 test cell deleted and the 5.1 test cell's check replaced
 by `pass`. Graded on the original tests, both cells fail. The kernels are the solution's: 13 of 15 on
 a GPU."""
-from submissions.ch05 import edited, notebook_cell
+from submissions.build import remove_tests
+from submissions.ch05.wrong import CELLS as _WRONG
 
 CHAPTER_DIR = "05_triton_matmul"
-CELLS = {
-    "napkin-solution": edited(notebook_cell("napkin-solution"), ("return 2 * m * n * k", "return m * n * k")),
-    "grouped-solution": """
-def grouped_tile(pid, grid_m, grid_n, group_m):
-    return pid // grid_n, pid % grid_n
-""",
-}
+CELLS = {gid: _WRONG[gid] for gid in ("napkin-solution", "grouped-solution")}   # wrong.py's two mistakes
 
 
 def tamper(nb: dict) -> None:
-    cells = nb["cells"]
-    ids = [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells]
-    del cells[ids.index("napkin-test")]
-    for cell in cells:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "grouped-test":
-            cell["source"] = "pass  # tests removed by the student\n"
+    remove_tests(nb, deleted="napkin-test", emptied="grouped-test")
