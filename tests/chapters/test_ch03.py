@@ -558,12 +558,13 @@ def test_tf32_rounding_fails_every_kernel_cell(gpu_reports):
 
 @pytest.mark.gpu
 @pytest.mark.slow
-def test_wrong_student_earns_only_the_intensity_point_on_a_gpu(gpu_reports):
+def test_wrong_student_earns_only_the_intensity_and_diagnosis_points_on_a_gpu(gpu_reports):
     # `ladder check` runs the student's notebook as released: the hidden cell holds only its visible
     # part (1x1x1 and 7x13x5, which one block covers whichever way the grid is swapped), so it passes
-    # there; nbgrader puts the hidden shapes back when grading, and they catch the bug (next test).
+    # there; nbgrader puts the hidden shapes back when grading, and they catch the bug (next test). The
+    # diagnosis is the solution's, which the wrong student leaves alone (as on a CPU, above).
     cells = gpu_reports["wrong"]
-    assert [g for g, c in cells.items() if c["passed"]] == ["intensity-test", "sgemm-hidden"]
+    assert {g for g, c in cells.items() if c["passed"]} == {"intensity-test", "sgemm-hidden", "diagnose-test"}
     assert "never written" in cells["sgemm-visible"]["error"]["evalue"]
 
 

@@ -2,7 +2,8 @@
 of a multiple of 32 words conflict (right for 32, 33 and 64, wrong for 34 or 48), and the tiled
 kernel stages the tile but forgets to transpose inside it (it writes out from tile[ty + j][tx], not
 tile[tx][ty + j]), so whole tiles land in the right place with their contents untransposed. Every access stays in
-bounds. 2.0 is right and earns its point; every other graded cell fails."""
+bounds. 2.0 is right and earns its point, and so does the diagnosis (the solution's); every other
+graded cell fails."""
 CHAPTER_DIR = "02_coalescing"
 CELLS = {
     "napkin-solution": '''

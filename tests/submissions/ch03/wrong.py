@@ -1,8 +1,8 @@
 """A student with two mistakes: gemm_flops counts a multiply-add as one FLOP (3.0 fails), and the
 launcher swaps the grid's dimensions, so that on non-square C some blocks never run and their outputs
 stay NaN. Square shapes still pass, so the visible tests catch it at 256 x 512 x 384, the hidden
-tests and the speed check (which tests two non-square shapes before timing) too. 3.1 is right: one
-point on a GPU or a CPU."""
+tests and the speed check (which tests two non-square shapes before timing) too. 3.1 is right, and
+the diagnosis is the solution's: two points on a GPU or a CPU."""
 from . import blocked_64x64
 
 CHAPTER_DIR = "03_tiling"

@@ -8,12 +8,12 @@ order written from the band index, pointers recomputed from the loop index, and 
 rather than the sigmoid identity.
 
 Why it should pass: the epilogue runs in fp32 on the accumulator and rounds once; 1 + tanh(u) loses
-relative accuracy only where it is small, and there the absolute error of 0.5 x (1 + tanh u) stays
-near 1e-7 |x|, far inside atol = 1e-3. Speed: the calibration rung "5b fused bias + GELU epilogue
-(solution)" is this design with four configurations, 1.443-1.470x torch eager on an H200 at 8192 x
-8192 x 1024 (assets/results/README.md), against the bar of 1.1x. Measured: 1.448x
-(tests/submissions/correct/_measure.py, in-process, 2 timed runs, NVIDIA H200, 2026-11-21), 31% above
-the bar.
+relative accuracy only where it is small, and there the absolute error of 0.5 x (1 + tanh u) stays near
+1e-7 |x|, far inside atol = 1e-3. Speed: the calibration rung "5b fused bias + GELU epilogue (solution)"
+is this design with four configurations, 1.443-1.470x torch eager on an H200 at 8192 x 8192 x 1024
+(assets/results/README.md). Measured (tests/submissions/correct/_measure.py, in-process): 1.448x (2
+timed runs, NVIDIA H200, 2026-11-21); 1.468-1.490x (3 runs, NVIDIA H100 80GB HBM3, 2026-11-25,
+assets/results/ch05-5b-sm90/h100-gpu-tests), 13% above sm_90's bar of 1.3x (1.1x elsewhere).
 """
 CHAPTER_DIR = "05_triton_matmul"
 CELLS = {
