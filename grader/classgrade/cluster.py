@@ -3,7 +3,8 @@ Dask workers, each of which grades one student at a time on one GPU.
 
 - `--gpus N`: dask-cuda's LocalCUDACluster, one worker per GPU, each pinned to its own GPU through
   CUDA_VISIBLE_DEVICES (which the notebook kernels and the isolated checks it starts inherit).
-- `--workers N`: N local worker processes with no GPU pinning (a machine without GPUs; the tests).
+- `--workers N`: N local worker processes with no GPU pinning, so only where no GPU is in use (a machine
+  without GPUs, or LADDER_FORCE_NO_GPU; the tests): refused where its students would share one.
 - `--scheduler ADDR`: an existing Dask scheduler whose workers were started with `--nthreads 1
   --resources GPU=1` and one GPU each (README, "Grading a class").
 - `--cluster slurm|pbs|sge|lsf --jobs N`: dask-jobqueue submits N batch jobs of one worker and one GPU.
@@ -19,6 +20,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from .. import config
 from ..errors import LadderError
 
 RESOURCE = {"GPU": 1}
@@ -49,7 +51,8 @@ def _need(module: str, extra: str = "class"):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise LadderError(f"grading on several GPUs needs {module.split('.')[0]}: pip install -e '.[{extra}]'") from None
+        raise LadderError(f"grading on Dask workers (--gpus N, --workers, --scheduler, --cluster) needs "
+                          f"{module.split('.')[0]}: pip install -e '.[{extra}]'") from None
 
 
 def visible_gpus() -> int:
@@ -117,6 +120,14 @@ def _local_or_batch(where: Where, distributed):
         return dask_cuda.LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(ids[:where.gpus]), threads_per_worker=1,
                                           resources=RESOURCE, memory_limit=0)
     if where.workers:
+        # Nothing pins these workers to a GPU: on a machine with one, two students' speed cells would time
+        # each other, and "one student, one GPU" is what makes a verdict independent of the class.
+        shared = 0 if config.force_no_gpu() else visible_gpus()
+        if shared:
+            raise LadderError(f"--workers {where.workers}: this machine has {shared} GPU(s), and --workers gives no "
+                              "student a GPU of its own: students graded at once would share one and time their speed "
+                              "cells against each other. Use --gpus N (one worker pinned to each of N GPUs), or no "
+                              "flag (one student at a time on one GPU)")
         return distributed.LocalCluster(n_workers=where.workers, threads_per_worker=1, processes=True,
                                         resources=RESOURCE, memory_limit=0)
     jobqueue = _need("dask_jobqueue")

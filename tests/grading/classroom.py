@@ -17,8 +17,11 @@ from conftest import ROOT
 from submissions.build import build
 
 ASSIGNMENT = "01_vector_add"
-# Short limits, so that a hanging student costs seconds (tests/notebooks/test_grading.py's).
-FAST = {"LADDER_CELL_TIMEOUT_S": "45", "LADDER_FIRST_CALL_TIMEOUT_S": "20", "LADDER_CALL_TIMEOUT_S": "20"}
+# Short limits, so that a hanging student costs seconds (tests/notebooks/test_grading.py's), and the CPU
+# paths on any machine: these tests are about Dask, the journal and the gradebook, their expected scores
+# are a CPU's, and `--workers` refuses a GPU that its students would share.
+CLASS_ENV = {"LADDER_CELL_TIMEOUT_S": "45", "LADDER_FIRST_CALL_TIMEOUT_S": "20", "LADDER_CALL_TIMEOUT_S": "20",
+             "LADDER_FORCE_NO_GPU": "1"}
 
 
 def make_class(folder: Path, students: dict[str, str]) -> Path:
@@ -30,7 +33,7 @@ def make_class(folder: Path, students: dict[str, str]) -> Path:
 
 def ladder_grade(submissions: Path, workspace: Path, *args: str, env: dict | None = None, timeout: float = 1800,
                  **popen) -> subprocess.CompletedProcess:
-    environ = dict(os.environ, **FAST, LADDER_CACHE_DIR=str(workspace.parent / "cache"), **(env or {}))
+    environ = dict(os.environ, **CLASS_ENV, LADDER_CACHE_DIR=str(workspace.parent / "cache"), **(env or {}))
     return subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(submissions), "--assignment", ASSIGNMENT,
                            "--workspace", str(workspace), "--no-progress", *args],
                           capture_output=True, text=True, cwd=ROOT, timeout=timeout, env=environ, check=False, **popen)

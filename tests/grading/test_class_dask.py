@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import ROOT
-from grading.classroom import ASSIGNMENT, FAST, ladder_grade, make_class, scores
+from grading.classroom import ASSIGNMENT, CLASS_ENV, ladder_grade, make_class, scores
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ def test_a_dead_worker_has_its_student_graded_again_and_a_serial_killer_is_given
 def test_a_killed_run_keeps_its_grades_and_the_next_run_grades_only_the_rest(tmp_path):
     subs = make_class(tmp_path / "subs", {name: name for name in CPU_SCORES})
     ws = tmp_path / "ws"
-    env = dict(os.environ, **FAST, LADDER_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, **CLASS_ENV, LADDER_CACHE_DIR=str(tmp_path / "cache"))
     run = subprocess.Popen([sys.executable, "-m", "grader.cli", "grade", str(subs), "--assignment", ASSIGNMENT,
                             "--workspace", str(ws), "--no-progress"], cwd=ROOT, env=env, start_new_session=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -38,6 +38,22 @@ def test_asking_for_gpus_where_there_are_none_says_what_still_works(monkeypatch)
         cluster._local_or_batch(cluster.Where(gpus=2), distributed)
 
 
+def test_workers_refuse_a_gpu_their_students_would_share(monkeypatch):
+    from types import SimpleNamespace
+
+    started = []
+    local = SimpleNamespace(LocalCluster=lambda **options: started.append(options) or "cluster")
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: 1)
+    monkeypatch.delenv("LADDER_FORCE_NO_GPU", raising=False)
+    with pytest.raises(LadderError, match=r"--workers 2: this machine has 1 GPU\(s\).*share one.*--gpus N"):
+        cluster._local_or_batch(cluster.Where(workers=2), local)
+    assert not started
+    # the CPU paths on a GPU machine (LADDER_FORCE_NO_GPU) use no GPU, so nothing is shared
+    monkeypatch.setenv("LADDER_FORCE_NO_GPU", "1")
+    assert cluster._local_or_batch(cluster.Where(workers=2), local) == "cluster"
+    assert started == [dict(n_workers=2, threads_per_worker=1, processes=True, resources={"GPU": 1}, memory_limit=0)]
+
+
 def test_one_gpu_starts_no_dask():
     assert not cluster.Where().uses_dask and not cluster.Where(gpus=1).uses_dask
     assert cluster.Where(gpus=2).uses_dask and cluster.Where(workers=2).uses_dask

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from grading.classroom import ASSIGNMENT, FAST, make_class, postgres_url  # noqa: F401  (a fixture)
+from grading.classroom import ASSIGNMENT, CLASS_ENV, make_class, postgres_url  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,7 @@ def test_two_runs_at_once_record_every_student_in_one_postgres_gradebook(tmp_pat
     runs = []
     for name, students in halves.items():
         subs = make_class(tmp_path / f"subs-{name}", students)
-        env = dict(os.environ, **FAST, LADDER_CACHE_DIR=str(tmp_path / "cache"))
+        env = dict(os.environ, **CLASS_ENV, LADDER_CACHE_DIR=str(tmp_path / "cache"))
         runs.append(subprocess.Popen(
             [sys.executable, "-m", "grader.cli", "grade", str(subs), "--assignment", ASSIGNMENT, "--workspace",
              str(tmp_path / f"ws-{name}"), "--db", postgres_url, "--workers", "2", "--no-progress"],

@@ -1,5 +1,6 @@
 """A whole class autograded through `ladder grade` (isolated, its default), end to end through nbgrader,
-two students at a time on Dask workers (`--workers 2`, local processes: grader.classgrade):
+on a CPU two students at a time on Dask workers (`--workers 2`, local processes: grader.classgrade), on a
+GPU one at a time (the default: `--workers` would have two students share the GPU, and refuses to):
 synthetic students in, grades, feedback and a CSV out. No student loses a grade to another's crash,
 hang or cheat, and no student loses more than the exercises they broke.
 
@@ -53,8 +54,8 @@ def graded(tmp_path_factory):
     env = dict(os.environ, LADDER_CELL_TIMEOUT_S="45", LADDER_FIRST_CALL_TIMEOUT_S="20",
                LADDER_CALL_TIMEOUT_S="20", LADDER_CACHE_DIR=str(tmp / "cache"))
     proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(tmp / "submissions"),
-                           "--assignment", "01_vector_add", "--workspace", str(tmp / "ws"), "--workers", "2",
-                           "--no-progress"],
+                           "--assignment", "01_vector_add", "--workspace", str(tmp / "ws"), "--no-progress",
+                           *([] if HAS_GPU else ["--workers", "2"])],
                           capture_output=True, text=True, cwd=ROOT, timeout=3600, env=env)
     return tmp / "ws", proc
 
@@ -101,7 +102,8 @@ def test_the_correct_student_loses_nothing_to_the_others(graded):
 def test_a_broken_1a_fails_1a_alone_for_its_reason(graded, student):
     if student not in STUDENTS:
         pytest.skip(f"{student} is not in LADDER_CLASS")
-    ws, _ = graded
+    ws, proc = graded
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     cells = _cells(ws, student)
     for gid in ONE_A:
         points, err = cells[gid]
