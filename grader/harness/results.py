@@ -44,6 +44,8 @@ class SpeedResult:
     flags: list[str] = field(default_factory=list)               # for the instructor (implausible speed)
     kernels: KernelTime | None = None                             # from the traced batch (grader.cuda.trace)
     timed_where: str = ""                                         # what the process that timed could see
+    events_ms: float | None = None                                # per call by the events where the calls ran (a claim)
+    integrity: dict = field(default_factory=dict)                 # the trusted-time arithmetic's figures, for records
     remeasured_from: float | None = None                          # the first ratio, when measured again (throttled)
 
     @property
@@ -61,6 +63,7 @@ class SpeedResult:
                 "ms": round(self.ms, 5), "baseline_ms": round(self.baseline_ms, 5), "baseline": self.baseline_name,
                 "gpu": self.gpu, "timed": self.timed_where, "throttled": self.throttled,
                 "remeasured_from": None if self.remeasured_from is None else round(self.remeasured_from, 4),
+                "events_ms": None if self.events_ms is None else round(self.events_ms, 5),
                 "clock": self.clock.as_dict() if self.clock is not None and self.clock.readings else None}
 
     @property

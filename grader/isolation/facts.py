@@ -452,6 +452,7 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
     import torch
 
     call = _Call(policy, [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)])
+    dtypes = [(i, a.dtype) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     threads = _threads()
     reset_l2()
     peak = None
@@ -476,6 +477,10 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
         peak = torch.cuda.max_memory_allocated() - before
     facts = _facts(call, threads, traced.recorder, traced.interfered)
     facts.peak_bytes = peak
+    # A tensor the grader handed over must keep its dtype: `out.data = torch.empty(..., dtype=float32)` swaps
+    # what `out` is in this process only (the grader's own tensor, across a process boundary, keeps its dtype).
+    facts.retyped = [f"argument {i + 1}: {str(old).replace('torch.', '')} -> {str(args[i].dtype).replace('torch.', '')}"
+                     for i, old in dtypes if args[i].dtype != old]
     if not plain(result):
         facts.not_plain = describe_type(result)
         result = None

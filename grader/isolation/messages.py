@@ -55,6 +55,7 @@ class Facts:
     tampered: list[str] = field(default_factory=list)      # attributes of torch, Triton, clocks, grader replaced
     l2_limit: int = 0                                      # persisting L2 cache reserved, in bytes
     not_plain: str | None = None                           # the type of a result that is not plain data
+    retyped: list[str] = field(default_factory=list)       # tensors handed over whose dtype the call changed
     peak_bytes: int | None = None                          # with CallPolicy.memory
     tensor_cores: Tally | None = None                      # with CallPolicy.count_tensor_cores
     recorded: list[RecordedKernel] = field(default_factory=list)   # with CallPolicy.record

@@ -9,7 +9,8 @@ After each call of the learner's function (grader.isolation.facts gathered what 
 2. a kernel raised and the learner's code caught it and carried on -> `swallowed-error`
 3. a thread the call started still runs -> `stray-thread`
 4. persisting L2 cache reserved -> `l2-persist`
-5. a result that is not plain data -> `not-plain`
+5. a tensor the grader handed over got another dtype (`out.data = ...`) -> `wrong-dtype`; a result that is
+   not plain data -> `not-plain`
 6. for kernel launchers: no kernel launched -> `kernel-unused`; torch computed on the grader's
    tensors -> `library-compute`; a kernel ran that the learner's code did not make (a Triton kernel
    from an installed package; on a GPU, any kernel in the device trace that the learner's own launches
@@ -69,6 +70,10 @@ def enforce(facts: Facts, what: str, launcher: bool, torch_ops: bool = False) ->
         raise CheckFailed(f"{what}: your code reserved {facts.l2_limit:,} bytes of persisting L2 cache "
                           "(cudaLimitPersistingL2CacheSize). Timed kernels must start from the same cache as "
                           "torch's.", reason="l2-persist")
+    if facts.retyped:
+        raise CheckFailed(f"{what}: your code changed the dtype of a tensor the grader handed it "
+                          f"({'; '.join(facts.retyped)}), e.g. with `out.data = ...`. Write the result into `out` "
+                          "in place, in the dtype the exercise asks for.", reason="wrong-dtype")
     if facts.not_plain:
         raise CheckFailed(f"{what}: returned a {facts.not_plain}; the grader accepts only plain values "
                           "(numbers, strings, tuples and lists of them, torch tensors, NumPy arrays).",

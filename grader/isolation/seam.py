@@ -187,6 +187,10 @@ class Batch:
         self.last_round_ms: float | None = None   # see note_round
         self.last_round_mhz: float | None = None  # the SM clock during that round, where NVML reads it
         self._clock_mhz: list[int] = []
+        # Per round, what the events recorded where the calls ran say per call (the claim the trusted time is
+        # checked against; for records of how far the two lie apart).
+        self.event_rounds_ms: list[float] = []
+        self._round_start = 0
 
     def timed_batch(self, reps: int) -> float:
         """Milliseconds for `reps` calls, as this process measured them (grader.isolation.trusted)."""
@@ -205,6 +209,11 @@ class Batch:
         self.last_round_ms = ms_per_call
         self.last_round_mhz = sum(self._clock_mhz) / len(self._clock_mhz) if self._clock_mhz else None
         self._clock_mhz = []
+        timed = self.requests[self._round_start:][-3:]   # the round's batches (its warm-up call left out)
+        self._round_start = len(self.requests)
+        if timed:
+            per_call = sorted(r.event_ms / r.reps for r in timed)
+            self.event_rounds_ms.append(per_call[len(per_call) // 2])
 
     def note_clock(self, state) -> None:
         """The SM clock read after one of this round's batches (grader.cuda.clocks)."""
