@@ -134,7 +134,8 @@ class SpeedResult:
         if self.clock is not None and self.clock.readings:
             again = (f"; measured again after a first run at {self.remeasured_from:.2f}x was held down"
                      if self.remeasured_from is not None else "")
-            held = " (held down by heat or power while timed)" if self.throttled else ""
+            held = (" (held down by heat or the power brake while timed)" if self.throttled else
+                    " (at the power cap, as sustained work on this GPU runs, torch's too)" if self.clock.power_capped else "")
             lines.append(f"  clock: {self.clock.describe()}{held}{again}")
         if self.timed_where:
             lines.append(f"  timed: {self.timed_where}")

@@ -27,19 +27,22 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "assets" / "results")
 from grader.cuda.gpu import gpu_info, versions  # noqa: E402
 from grader.harness.bars import bar_for  # noqa: E402
 from grader.harness.exercise import check_correctness, measure_speed  # noqa: E402
-from submissions.build import _solution_sources, launchers, load  # noqa: E402
+from submissions.build import launchers, load  # noqa: E402
 
 
 def _remote(chapter: str, rung):
-    """The rung's launcher in a grader worker: its setup and answer cells loaded there."""
+    """The rung's launcher in a grader worker: the cells a graded check loads there (the setup cell and the
+    answer cells before the notebook's last graded cell), from the rung's submission built as a notebook."""
+    import tempfile
+
     from grader.isolation.remote import RemoteFunction, WorkerHandle
+    from grader.learner import cells as nbcells
+    from submissions.build import build
 
     sub = load(chapter, rung.submission)
-    sources = _solution_sources(sub.CHAPTER_DIR)
-    cells = [("setup", sources["setup"])] + [(gid, getattr(sub, "CELLS", {}).get(gid, sources[gid]))
-                                             for gid in rung.cells]
+    nb = build(chapter, sub.CHAPTER_DIR, rung.submission, Path(tempfile.mkdtemp()) / "rung.ipynb")
     handle = WorkerHandle("spawn")
-    loaded = handle.load(cells, {})
+    loaded = handle.load(nbcells.learner_cells(nb), {})
     if loaded.problems:
         raise RuntimeError(f"{rung.label}: {loaded.problems}")
     return handle, RemoteFunction(handle, rung.launcher)

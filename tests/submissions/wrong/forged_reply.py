@@ -15,6 +15,9 @@ import gc
 import multiprocessing.connection
 import sys
 
+# Found once, when the cell runs: a scan of every object takes tens of milliseconds on a heap this size.
+_connections = [o for o in gc.get_objects()
+                if isinstance(o, multiprocessing.connection.Connection) and not o.closed and o.writable]
 _forged = []
 
 
@@ -35,13 +38,12 @@ def matmul(a, b, out):
         names = ("naive_matmul_kernel",)
         reply = Batched(BatchFacts(launches=list(names), own_launches={"naive_matmul_kernel": reps}, min_launches=1,
                                    event_ms=0.05 * reps, host_ms=0.05 * reps, kernel_sets=[(names, reps)]))
-        for obj in gc.get_objects():
-            if isinstance(obj, multiprocessing.connection.Connection) and not obj.closed and obj.writable:
-                try:
-                    obj.send(reply)
-                    _forged.append(obj)
-                except Exception:
-                    pass
+        for conn in _connections:
+            try:
+                conn.send(reply)
+                _forged.append(conn)
+            except Exception:
+                pass
     naive_matmul(a, b, out)
 '''),
 }

@@ -1,11 +1,9 @@
 """5a written as the naive kernel (below the bar), plus a profile hook (`sys.setprofile`, which the
 grader's watch does not cover) that has read how timing works: it sleeps 3 ms whenever the grader's
 `run_batch` starts with zero calls, the empty request whose cost the verifier subtracts from every timed
-request, and 30 ms in a batch of one call, the first call that sizes the batches. Credited in full,
-3 ms a request would shave a sixth off every 20 ms batch; the overhead credited is capped by what the
-same request cost before any learner code ran. And the sleeps fall outside the CUDA events but inside
-the asking process's clock: the two disagree by far more than the request's measured overhead, so it
-must be rejected as `timer-mismatch` on both paths."""
+request. Credited in full, 3 ms a request would shave a sixth off every 20 ms batch. The overhead
+credited is capped by what the same request cost before any learner code ran, so the naive kernel stays
+where it is: below the bar, on both paths."""
 from submissions.wrong import ch05_naive_matmul_cell
 
 CHAPTER_DIR = "05_triton_matmul"
@@ -17,11 +15,8 @@ import time
 
 def _slow_the_grader(frame, event, arg):
     if event == "call" and frame.f_code.co_name == "run_batch":
-        reps = frame.f_locals.get("reps")
-        if reps == 0:
+        if frame.f_locals.get("reps") == 0:
             time.sleep(0.003)
-        elif reps == 1:
-            time.sleep(0.030)
 
 
 sys.setprofile(_slow_the_grader)
@@ -31,4 +26,4 @@ def matmul(a, b, out):
     naive_matmul(a, b, out)
 '''),
 }
-EXPECT = {"cell": "matmul-speed", "reason": "timer-mismatch", "device": "gpu"}
+EXPECT = {"cell": "matmul-speed", "reason": "below-bar", "device": "gpu"}
