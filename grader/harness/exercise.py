@@ -400,7 +400,7 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
 
     ceil = ceilings() if dev == "cuda" else None
     info = gpu_info() if dev == "cuda" else None
-    flags = _physical_limits(ex, size, cmp.candidate.median_ms, ceil, what)
+    flags = _physical_limits(ex, size, cmp.candidate.median_ms, ceil, what) + _clock_disagreement(candidate)
     return SpeedResult(
         key=bar.key, title=ex.title, size=ex.describe_size(size), gpu=info.name if info else "CPU backend",
         comparison=cmp, bar=bar.bar, graded=bar.graded, passed=cmp.speedup >= bar.bar,
@@ -409,6 +409,18 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
         others={n: t.median_ms for n, t in cmp.others.items()}, unavailable=unavailable, flags=flags,
         kernels=kernels, timed_where=fn.timed_where, events_ms=_median(candidate.event_rounds_ms),
         integrity=_integrity(candidate))
+
+
+def _clock_disagreement(batch) -> list[str]:
+    """A flag for the instructor where the events and the asking process's own clock disagree by more than the
+    request's measured overhead (grader.isolation.trusted): recorded, not yet a verdict (see Batch.timed_batch)."""
+    off = [r for r in batch.requests if r.reps > 1 and not r.agrees()]
+    if not off or not gpu_or_reason()[0]:
+        return []
+    worst = max(off, key=lambda r: abs(r.event_ms - r.trusted_ms) / r.trusted_ms)
+    return [f"timing cross-check: {len(off)} of {len(batch.requests)} timed batches disagreed with the grader's own "
+            f"clock beyond the request's overhead (worst: events {worst.event_ms:.3f} ms, clock {worst.trusted_ms:.3f} "
+            f"ms for {worst.reps} calls); flagged for the instructor"]
 
 
 def _median(values: list[float]) -> float | None:

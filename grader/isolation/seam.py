@@ -200,10 +200,13 @@ class Batch:
         facts, wall_ms = self._request(reps, traced=False, what=what)
         request = TimedRequest(reps, wall_ms, facts.event_ms, self.overhead.credited_ms(), self.overhead.measured_ms())
         self.requests.append(request)
-        if has_gpu():   # without a GPU both figures are host clocks, and no verdict is ever timed on a CPU
-            rules.enforce_agreement(request, what, self.overhead.describe())
         self._after(reps)
-        return request.trusted_ms
+        # The events decide, bounded by this process's clock (enforce_batch: never longer than the request).
+        # The trusted time is recorded beside them (SpeedResult.integrity, the speed report's flag): on an H100 a
+        # request with calls in it cost 4-16 ms more than its zero-call request besides what its events
+        # covered, in the notebook's process as in the worker (assets/results/timing-integrity/), a gap not yet
+        # explained, so it cannot yet decide a verdict without failing honest kernels.
+        return request.event_ms
 
     def note_round(self, ms_per_call: float) -> None:
         """The timing backend's median time per call in the latest round (untraced, trusted)."""

@@ -1,11 +1,9 @@
 """5a written as the naive kernel, plus a launcher that has read the grader's source: whenever it is
 called from inside a timed batch (it finds `run_batch` on the stack), it replaces the grader's event
 reader with a one-shot wrapper that puts the original back the moment it is read and returns half the
-interval. By the time the grader compares its watched attributes, everything is as it was, so the
-watch sees nothing. The time a verdict rests on is not the events but the asking process's own clock
-around the request (grader.isolation.trusted), and the halved events disagree with it: it must be
-rejected as `timer-mismatch` on both paths (in the notebook's process, the seam's own clock plays the
-asking process's part)."""
+interval. By the time the grader compares its watched attributes after the batch, everything is as it
+was. The batch checks that the reader is the grader's own at the moment it reads the batch's time, so
+it must be rejected as tampering on both paths."""
 from submissions.wrong import ch05_naive_matmul_cell
 
 CHAPTER_DIR = "05_triton_matmul"
@@ -40,4 +38,4 @@ def matmul(a, b, out):
     naive_matmul(a, b, out)
 '''),
 }
-EXPECT = {"cell": "matmul-speed", "reason": "timer-mismatch", "device": "gpu"}
+EXPECT = {"cell": "matmul-speed", "reason": "tampered", "device": "gpu"}
