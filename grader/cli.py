@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import warnings
 from pathlib import Path
@@ -141,6 +140,8 @@ def cmd_start(args) -> int:
 
     root = repo_root()
     dest = Path(args.dir) if args.dir else root / WORK_DIR
+    if dest.exists() and not dest.is_dir():
+        raise LadderError(f"--dir {dest} is a file: give a folder for your copy of the notebooks")
     result = start(root, dest.resolve(), args.chapters or None)
     for path in result.copied:
         print(f"copied   {path}")
@@ -275,11 +276,12 @@ def cmd_grade(args) -> int:
         raise LadderError(f"--workspace {args.workspace} is a file: give a folder to grade in")
     where = Where(gpus=args.gpus, workers=args.workers, scheduler=args.scheduler, cluster=args.cluster,
                   jobs=args.jobs, cluster_options=parse_options(args.cluster_option or []), retries=args.retries)
-    with library_warnings(shown=args.verbose):
-        grades = grade(Path(args.submissions), args.assignment, Path(args.workspace),
-                       Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None, where=where,
-                       db_url=args.db, progress=not args.no_progress,
-                       cells_csv=Path(args.csv_cells) if args.csv_cells else None)
+    if not args.verbose:
+        hide_library_warnings()
+    grades = grade(Path(args.submissions), args.assignment, Path(args.workspace),
+                   Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None, where=where,
+                   db_url=args.db, progress=not args.no_progress,
+                   cells_csv=Path(args.csv_cells) if args.csv_cells else None)
     return 0 if all(g.error is None for g in grades) else 1
 
 
@@ -293,14 +295,11 @@ def scheduler_address(text: str) -> bool:
         return False
 
 
-@contextlib.contextmanager
-def library_warnings(shown: bool):
+def hide_library_warnings() -> None:
     """Python warnings from the libraries grading runs through (SQLAlchemy's SAWarning about nbgrader's
-    models, deprecations): kept out of the instructor's console unless `--verbose` asks for them."""
-    with warnings.catch_warnings():
-        if not shown:
-            warnings.simplefilter("ignore")
-        yield
+    models, deprecations, ResourceWarnings at exit): out of the instructor's console for the rest of this
+    process, its exit included, unless `--verbose` asks for them."""
+    warnings.simplefilter("ignore")
 
 
 def archs_names() -> tuple[str, ...]:

@@ -75,6 +75,19 @@ def kernel_losses(autograded_nb: Path) -> list[str]:
     return found
 
 
+def cell_reasons(autograded_nb: Path) -> dict[str, tuple[str, str]]:
+    """grade_id -> (reason code, first line of the message) of each graded cell of an autograded notebook
+    that did not pass, read as `ladder check` reads them."""
+    import nbformat
+
+    from ..notebooks.check import grade_cells
+
+    if not autograded_nb.is_file():
+        return {}
+    cells = grade_cells(nbformat.read(str(autograded_nb), as_version=4))
+    return {c.grade_id: (c.reason or "failed", c.first_line()) for c in cells if not c.passed}
+
+
 class Workspace:
     """The instructor's nbgrader course folder for one assignment, and its gradebook."""
 
@@ -167,7 +180,7 @@ class Workspace:
         grade = StudentGrade(job.student, score, max_score, cells,
                              self.feedback_path(job.student) if fb["success"] else None, error,
                              kernel_losses(self.autograded_path(job.student)), result.seconds, result.worker,
-                             attempts, notes)
+                             attempts, notes, cell_reasons=cell_reasons(self.autograded_path(job.student)))
         if error is None:
             self.journal.record(Entry(job.assignment, job.student, job.submission_sha256, job.source_sha256,
                                       job.grader_sha256, score, max_score, result.seconds, result.worker,
@@ -190,7 +203,39 @@ class Workspace:
         feedback = self.feedback_path(entry.student)
         return StudentGrade(entry.student, score, max_score, cells, feedback if feedback.is_file() else None,
                             None, kernel_losses(self.autograded_path(entry.student)), entry.seconds, entry.worker,
-                            entry.attempts, entry.notes, skipped=True)
+                            entry.attempts, entry.notes, skipped=True,
+                            cell_reasons=cell_reasons(self.autograded_path(entry.student)))
+
+    def explain(self, grade: StudentGrade, reason: str, detail: str, submission: bytes | None = None) -> StudentGrade:
+        """A student nothing could be graded for: kept as submitted (if anything was), scored 0 in the
+        gradebook (a student row and no submission, so the CSV shows 0 and no earlier score), and given a
+        feedback page that says why (grader.classgrade.feedback)."""
+        from dataclasses import replace
+
+        from nbgrader.api import Gradebook, MissingEntry
+
+        from .feedback import explanation, write_page
+
+        if submission is not None:
+            submitted = self.submission_path(grade.student)
+            submitted.parent.mkdir(parents=True, exist_ok=True)
+            submitted.write_bytes(submission)
+        shutil.rmtree(self.autograded_path(grade.student).parent, ignore_errors=True)
+
+        def enter():
+            with Gradebook(self.db_url) as gb:
+                gb.update_or_create_student(grade.student)
+                try:
+                    gb.remove_submission(self.assignment, grade.student)
+                except MissingEntry:
+                    pass
+                return float(gb.find_assignment(self.assignment).max_score)
+
+        max_score = retrying(enter)
+        page = write_page(self.feedback_path(grade.student),
+                          explanation(self.assignment, self.notebook, reason, detail, max_score))
+        return replace(grade, score=0.0, max_score=max_score, cells={}, feedback=page, reason=reason,
+                       cell_reasons={})
 
     def export_csv(self, path: Path) -> None:
         from nbgrader.api import Gradebook

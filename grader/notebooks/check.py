@@ -40,6 +40,17 @@ class CellResult:
     def passed(self) -> bool:
         return self.outcome == "pass"
 
+    def first_line(self) -> str:
+        """What went wrong, in the first line of its message ("" for a cell that passed)."""
+        if self.outcome == "fail" and self.error:
+            first = (self.error["evalue"] or "").strip().splitlines()
+            return f"{self.error['ename']}: {first[0] if first else ''}"
+        if self.outcome == "stderr":
+            return f"wrote to stderr (nbgrader scores that 0): {self.stderr.strip().splitlines()[0][:120]}"
+        if self.outcome == "not-run":
+            return "not run"
+        return ""
+
 
 @dataclass
 class NotebookResult:
@@ -161,12 +172,9 @@ def format_result(r: NotebookResult) -> str:
         mark = "✓" if c.passed else "✗"
         line = f"  {mark} {c.grade_id:<{width}}  {c.points:g}/{c.max_points:g}"
         if c.outcome == "fail" and c.error:
-            first = (c.error["evalue"] or "").strip().splitlines()
-            line += f"  [{c.reason}] {c.error['ename']}: {first[0] if first else ''}"
-        elif c.outcome == "stderr":
-            line += f"  wrote to stderr (nbgrader scores that 0): {c.stderr.strip().splitlines()[0][:120]}"
-        elif c.outcome == "not-run":
-            line += "  not run"
+            line += f"  [{c.reason}] {c.first_line()}"
+        elif c.outcome in ("stderr", "not-run"):
+            line += f"  {c.first_line()}"
         lines.append(line)
     lines.append(f"  score {r.score:g}/{r.max_score:g}  {'PASS' if r.passed else 'FAIL'}")
     return "\n".join(lines)
