@@ -115,10 +115,13 @@ def cmd_compile(args) -> int:
 
 
 def cmd_release(args) -> int:
+    from .notebooks.course import repo_root
+    from .notebooks.recognise import course_root
     from .notebooks.release import release
 
+    root = course_root() or repo_root()   # repo_root: the error that says where it looked
     if args.check:
-        diffs = release(names=args.assignments or None, check=True)
+        diffs = release(root, names=args.assignments or None, check=True)
         if diffs:
             print("course/ is out of date with solutions/ (run `ladder release` and commit):")
             for d in diffs:
@@ -126,7 +129,7 @@ def cmd_release(args) -> int:
             return 1
         print("course/ matches a fresh release of solutions/")
         return 0
-    report = release(names=args.assignments or None, force=args.force)
+    report = release(root, names=args.assignments or None, force=args.force)
     for path in report.backed_up:
         print(f"kept a copy of your changed {path} in {report.backup_dir}")
     print(f"released to course/: {len(report.released)} file(s) written" if report.released
@@ -136,9 +139,10 @@ def cmd_release(args) -> int:
 
 def cmd_start(args) -> int:
     from .notebooks.course import repo_root
+    from .notebooks.recognise import course_root
     from .notebooks.workspace import WORK_DIR, set_instructor_tools, start
 
-    root = repo_root()
+    root = course_root() or repo_root()   # repo_root: the error that says where it looked
     dest = Path(args.dir) if args.dir else root / WORK_DIR
     if dest.exists() and not dest.is_dir():
         raise LadderError(f"--dir {dest} is a file: give a folder for your copy of the notebooks")

@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import config
 from ..errors import LadderError
 from ..notebooks.course import SOURCE_DIR, assignments, repo_root
-from ..notebooks.recognise import recognise
+from ..notebooks.recognise import course_root, recognise
 from . import task
 from .cluster import RESOURCE, Where, client_for, dashboard
 from .export import write_cells, write_grades
@@ -76,7 +76,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
           bars: Path | None = None, where: Where | None = None, db_url: str | None = None, echo=print,
           progress: bool = True, cells_csv: Path | None = None) -> list[StudentGrade]:
     where = where or Where()
-    root = repo_root()
+    root = course_root() or repo_root()   # repo_root: the error that says where it looked
     source_nb = source_notebook(root, assignment)
     if bars is not None:
         if not Path(bars).is_file():
