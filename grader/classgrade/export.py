@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .job import StudentGrade
-from .record import Workspace
+
+if TYPE_CHECKING:   # the workspace is passed in: importing it here would stack the imports a level deeper
+    from .record import Workspace
 
 GRADED = "graded"
 CELL_COLUMNS = ("student", "cell", "points", "max", "passed", "reason", "message")
@@ -24,7 +27,7 @@ def student_reason(grade: StudentGrade) -> tuple[str, str]:
     return grade.reason or "not-graded", (grade.error.strip().splitlines() or [""])[0]
 
 
-def write_grades(ws: Workspace, path: Path, grades: list[StudentGrade]) -> None:
+def write_grades(ws: "Workspace", path: Path, grades: list[StudentGrade]) -> None:
     """nbgrader's grades CSV, with `reason` and `reason_message` columns: `graded` and nothing, or why
     this student scored 0 without being graded. Students of the gradebook not in this run keep `graded`
     where the gradebook holds their submission."""

@@ -75,19 +75,6 @@ def kernel_losses(autograded_nb: Path) -> list[str]:
     return found
 
 
-def cell_reasons(autograded_nb: Path) -> dict[str, tuple[str, str]]:
-    """grade_id -> (reason code, first line of the message) of each graded cell of an autograded notebook
-    that did not pass, read as `ladder check` reads them."""
-    import nbformat
-
-    from ..notebooks.check import grade_cells
-
-    if not autograded_nb.is_file():
-        return {}
-    cells = grade_cells(nbformat.read(str(autograded_nb), as_version=4))
-    return {c.grade_id: (c.reason or "failed", c.first_line()) for c in cells if not c.passed}
-
-
 class Workspace:
     """The instructor's nbgrader course folder for one assignment, and its gradebook."""
 
@@ -180,7 +167,7 @@ class Workspace:
         grade = StudentGrade(job.student, score, max_score, cells,
                              self.feedback_path(job.student) if fb["success"] else None, error,
                              kernel_losses(self.autograded_path(job.student)), result.seconds, result.worker,
-                             attempts, notes, cell_reasons=cell_reasons(self.autograded_path(job.student)))
+                             attempts, notes)
         if error is None:
             self.journal.record(Entry(job.assignment, job.student, job.submission_sha256, job.source_sha256,
                                       job.grader_sha256, score, max_score, result.seconds, result.worker,
@@ -203,8 +190,7 @@ class Workspace:
         feedback = self.feedback_path(entry.student)
         return StudentGrade(entry.student, score, max_score, cells, feedback if feedback.is_file() else None,
                             None, kernel_losses(self.autograded_path(entry.student)), entry.seconds, entry.worker,
-                            entry.attempts, entry.notes, skipped=True,
-                            cell_reasons=cell_reasons(self.autograded_path(entry.student)))
+                            entry.attempts, entry.notes, skipped=True)
 
     def explain(self, grade: StudentGrade, reason: str, detail: str, submission: bytes | None = None) -> StudentGrade:
         """A student nothing could be graded for: kept as submitted (if anything was), scored 0 in the

@@ -12,10 +12,12 @@ worker's result is recorded by this process alone (grader.classgrade.record), as
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from .. import config
 from ..errors import LadderError
+from ..notebooks.check import failed_cells
 from ..notebooks.course import SOURCE_DIR, assignments, repo_root
 from ..notebooks.recognise import course_root, recognise
 from . import task
@@ -128,9 +130,11 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
                     grades += _on_dask(client, jobs, ws, shown, where.retries)
         finally:
             shown.close()
-        # Every student grading failed for (a worker, a GPU, nbgrader) still gets a row and a page.
-        grades = [ws.explain(g, g.reason or "not-graded", g.error) if g.error is not None and g.feedback is None
-                  and g.reason is None else g for g in grades]
+        # Every student grading failed for (a worker, a GPU, nbgrader) still gets a row and a page; every
+        # graded one, the reason of each cell it lost.
+        grades = [ws.explain(g, "not-graded", g.error) if g.error is not None and g.reason is None
+                  else replace(g, cell_reasons=failed_cells(ws.autograded_path(g.student))) if g.error is None
+                  else g for g in grades]
         csv_path = (csv_path or ws.folder / "grades.csv").resolve()
         write_grades(ws, csv_path, grades)
         if cells_csv is not None:

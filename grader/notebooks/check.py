@@ -123,6 +123,17 @@ def grade_cells(nb, executed_ids: set[str] | None = None) -> list[CellResult]:
     return results
 
 
+def failed_cells(autograded_nb: Path) -> dict[str, tuple[str, str]]:
+    """grade_id -> (reason code, the first line of its message) of each graded cell that did not pass in a
+    notebook nbgrader autograded: what `--json` gives for each cell, for `ladder grade`'s summary."""
+    import nbformat
+
+    if not Path(autograded_nb).is_file():
+        return {}
+    cells = grade_cells(nbformat.read(str(autograded_nb), as_version=4))
+    return {c.grade_id: (c.reason or "failed", c.first_line()) for c in cells if not c.passed}
+
+
 def run_notebook(path: Path, run: int = 1, timeout: int | None = None) -> NotebookResult:
     import nbformat
     from traitlets.config import Config
