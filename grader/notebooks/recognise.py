@@ -30,10 +30,8 @@ class NotANotebook(LadderError):
     reason = "not-a-notebook"
 
 
-class NotCourseNotebook(LadderError):
+class NotCourseNotebook(NotANotebook):
     """A notebook, but none of its cells are a chapter's."""
-
-    reason = "not-a-notebook"
 
 
 class OtherChapter(LadderError):
