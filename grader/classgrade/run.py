@@ -151,7 +151,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
 def _here(jobs: list[StudentJob], ws: Workspace, shown: Progress) -> list[StudentGrade]:
     """One GPU: each student in turn, in this process (no Dask)."""
     grades = []
-    for job in jobs:
+    for index, job in enumerate(jobs):
         shown.started(job.student, task.where() or "here")
         result = task.grade_student(job)
         if result.gpu_failure:
@@ -159,6 +159,11 @@ def _here(jobs: list[StudentJob], ws: Workspace, shown: Progress) -> list[Studen
                                        "grading stopped. Fix the GPU and run the same command again: graded students "
                                        "are kept", result))
             shown.finished(grades[-1])
+            # the students after it are not graded either, and say so: none is left out of the summary or the CSV
+            for later in jobs[index + 1:]:
+                grades.append(_failed(later, "not graded: grading stopped before this student, when the GPU failed "
+                                             f"while {job.student} was graded; run the same command again"))
+                shown.finished(grades[-1])
             break
         grades.append(ws.record(job, result, 1, []))
         shown.finished(grades[-1])
