@@ -63,6 +63,7 @@ def profiled_exercise(found, exercise: str) -> str:
     """`--exercise` checked against the exercises the notebook's chapter has (those `ladder profile` and
     `ladder check --sanitize` know how to run: the chapter's SANITIZE entries)."""
     from . import chapters
+    from .notebooks.recognise import chapter_words
 
     if found.assignment is None:   # outside the repository: the profiled process says whether it exists
         return exercise
@@ -201,12 +202,6 @@ def recognised(arg: str):
 
     path, chapter = resolve_notebook(arg)
     return recognise(path, expected=chapter)
-
-
-def chapter_words(assignment: str) -> str:
-    from .notebooks.recognise import chapter_words as words
-
-    return words(assignment)
 
 
 def resolve_notebook(arg: str) -> tuple[Path, str | None]:
@@ -364,7 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("profile", help="run Nsight Compute on your own launcher for an exercise, at the graded size, "
                                         "and print its signature beside the recorded rungs (docs/profiling.md)")
     pr.add_argument("notebook", help="the saved notebook to take your code from, or a chapter number (found in work/)")
-    pr.add_argument("--exercise", required=True, help="the exercise, as in bars.toml: 1a, 1b, 2, 3, 4, 5a, 5b, 6, 6-causal")
+    pr.add_argument("--exercise", required=True, help="the exercise, as in bars.toml (1a, 2, 5b, 6-causal, ...); one the "
+                                                      "notebook's chapter lacks is answered with the list of its own")
     pr.add_argument("--launcher", help="profile this launcher instead of the graded one (a stretch goal's)")
     pr.add_argument("--size", help="profile at this size (JSON, e.g. '[2048, 2048, 2048]') instead of the graded one")
     pr.add_argument("--out", help="where to keep ncu's report and its CSV (default: a temporary folder)")
