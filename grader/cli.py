@@ -444,20 +444,22 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except UsageError as exc:
         command = next((a for a in argv if not a.startswith("-")), None)
-        return refuse(command if command in commands(parser) else None, exc, as_json="--json" in argv)
+        return refuse(command if command in commands(parser) else None, exc, as_json="--json" in argv,
+                      sanitize="--sanitize" in argv)
     if args.command is None:
         parser.print_help()
         return 0
     if getattr(args, "isolated", False) or getattr(args, "in_kernel", False):
         import os
         os.environ["LADDER_ISOLATED"] = "1" if args.isolated else "0"
+    as_json, sanitize = getattr(args, "json", False), getattr(args, "sanitize", False)
     try:
         return args.func(args)
     except LadderError as exc:
-        return refuse(args.command, exc, as_json=getattr(args, "json", False))
+        return refuse(args.command, exc, as_json, sanitize)
     except OSError as exc:   # a path the command could not read or write: say which, without a traceback
         where = f": {exc.filename}" if exc.filename else ""
-        return refuse(args.command, LadderError(f"{exc.strerror or exc}{where}"), as_json=getattr(args, "json", False))
+        return refuse(args.command, LadderError(f"{exc.strerror or exc}{where}"), as_json, sanitize)
 
 
 def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -466,16 +468,19 @@ def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPars
     return dict(sub.choices)
 
 
-def refuse(command: str | None, exc: LadderError, as_json: bool) -> int:
+def refuse(command: str | None, exc: LadderError, as_json: bool, sanitize: bool = False) -> int:
     """A command that could not start: one message on stderr (and, for `check --json`, the documented JSON
-    object on stdout: docs/check-json.md), exit code 2."""
+    object on stdout, docs/check-json.md; with `--sanitize`, docs/sanitize.md's), exit code 2."""
     print(f"ladder{' ' + command if command else ''}: {exc}", file=sys.stderr)
     if as_json and command == "check":
         import json
 
-        from .notebooks.check import SCHEMA
-
-        print(json.dumps({"schema": SCHEMA, "passed": False, "error": str(exc), "notebooks": []}, indent=2))
+        if sanitize:
+            from .sanitizer.report import SCHEMA
+        else:
+            from .notebooks.check import SCHEMA
+        print(json.dumps({"schema": SCHEMA, "passed": False, "error": str(exc), "reason": exc.reason,
+                          "notebooks": []}, indent=2))
     return 2
 
 

@@ -83,7 +83,8 @@ BAD_INPUTS: dict[tuple[str, str], list[list[str]]] = {
     ("release", "--check"): [["release", "--check=1"]],
     ("release", "--force"): [["release", "--force", "99_nope"]],
     ("check", "notebooks"): _notebook_cases("check") + [["check"]],
-    ("check", "--json"): _notebook_cases("check", "--json") + [["check", "--json", "--repeat", "x", CH1]],
+    ("check", "--json"): _notebook_cases("check", "--json") + [["check", "--json", "--repeat", "x", CH1],
+                                                               ["check", "--json", "--sanitize", "{corrupt.ipynb}"]],
     ("check", "--repeat"): [["check", "--repeat", "0", CH1], ["check", "--repeat", "x", CH1]],
     ("check", "--isolated"): [["check", "--isolated=1", CH1]],
     ("check", "--sanitize"): [["check", "--sanitize", "--repeat", "2", CH1], ["check", "--sanitize", "{empty.ipynb}"]],
@@ -157,8 +158,9 @@ def test_bad_input_is_answered_in_a_line_or_two_with_exit_code_2(key, line, file
     assert message[0].startswith(f"ladder {line[0]}: ") and len(message[0]) > len(f"ladder {line[0]}: ") + 10, err
     if line[0] == "check" and "--json" in line:
         answer = json.loads(out)
-        assert answer["schema"] == "kernel-ladder.check/1" and answer["passed"] is False
-        assert answer["error"] and answer["notebooks"] == []
+        schema = "kernel-ladder.sanitize/1" if "--sanitize" in line else "kernel-ladder.check/1"
+        assert answer["schema"] == schema and answer["passed"] is False
+        assert answer["error"] and answer["reason"] and answer["notebooks"] == []
     else:
         assert out == "", (argv, out)
 
