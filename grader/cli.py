@@ -139,6 +139,8 @@ def cmd_release(args) -> int:
 
 
 def cmd_start(args) -> int:
+    import os
+
     from .notebooks.course import repo_root
     from .notebooks.recognise import course_root
     from .notebooks.workspace import WORK_DIR, set_instructor_tools, start
@@ -159,7 +161,8 @@ def cmd_start(args) -> int:
         print("JupyterLab: nbgrader's instructor tools are off for this environment "
               "(`ladder lab --instructor` turns them back on)")
     shown = dest.relative_to(Path.cwd()) if dest.resolve().is_relative_to(Path.cwd()) else dest
-    print(f"\nWork in your copy:  jupyter lab {shown}\n"
+    as_root = " --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else ""   # Jupyter refuses root without it
+    print(f"\nWork in your copy:  jupyter lab{as_root} {shown}\n"
           f"Check a chapter:    ladder check {shown}/01_vector_add/01_vector_add.ipynb")
     return 0
 
