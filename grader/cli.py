@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from .errors import LadderError
@@ -19,39 +20,91 @@ def cmd_profile(args) -> int:
     from .profiling import describe, recorded
     from .profiling.ncu import ProfileUnavailable, profile_notebook
 
-    nb = Path(args.notebook)
-    if not nb.is_file():
-        raise LadderError(f"no notebook at {nb}")
+    found = recognised(args.notebook)
+    exercise = profiled_exercise(found, args.exercise)
+    if args.size is not None:
+        import json
+
+        try:
+            size = json.loads(args.size)
+        except ValueError:
+            size = None
+        sizes = size if isinstance(size, list) else [size]
+        if not sizes or not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in sizes):
+            raise LadderError(f"--size {args.size!r}: give the size as JSON, a positive integer or a list of them, "
+                              "e.g. '[2048, 2048, 2048]'")
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise LadderError(f"--out {args.out} is a file: give a folder for ncu's report and its CSV")
+    has_rungs = recorded.available() and exercise in recorded.exercises()
+    no_rungs = (f"Exercise {exercise} has no recorded rungs to compare with (recorded: "
+                f"{', '.join(recorded.exercises()) if recorded.available() else 'none here'}).")
     try:
-        result = profile_notebook(nb, args.exercise, out_dir=Path(args.out) if args.out else None,
+        result = profile_notebook(found.path, exercise, out_dir=Path(args.out) if args.out else None,
                                   launcher=args.launcher, size=args.size)
     except ProfileUnavailable as exc:
         print(f"Not profiled: {exc}\n")
-        if recorded.available() and args.exercise in recorded.exercises():
-            print(f"The recorded rungs of exercise {args.exercise} ({recorded.index()['gpu']}):")
-            print(recorded.table(args.exercise))
+        if has_rungs:
+            print(f"The recorded rungs of exercise {exercise} ({recorded.index()['gpu']}):")
+            print(recorded.table(exercise))
+        else:
+            print(no_rungs)
         return 2
     print(describe(result))
     print(f"\nncu's report: {result.rep_path} (open it in Nsight Compute); raw CSV: {result.csv_path}")
-    if recorded.available() and args.exercise in recorded.exercises():
-        print(f"\nYours beside the recorded rungs of exercise {args.exercise}:")
-        print(recorded.table(args.exercise, extra=result.signatures[:1]))
+    if has_rungs:
+        print(f"\nYours beside the recorded rungs of exercise {exercise}:")
+        print(recorded.table(exercise, extra=result.signatures[:1]))
+    else:
+        print(f"\n{no_rungs}")
     return 0
 
 
+def profiled_exercise(found, exercise: str) -> str:
+    """`--exercise` checked against the exercises the notebook's chapter has (those `ladder profile` and
+    `ladder check --sanitize` know how to run: the chapter's SANITIZE entries)."""
+    from . import chapters
+    from .notebooks.recognise import chapter_words
+
+    if found.assignment is None:   # outside the repository: the profiled process says whether it exists
+        return exercise
+    chapter = f"ch{found.assignment[:2]}"
+    known = sorted({step.exercise.key for step in chapters.module(chapter).SANITIZE})
+    if exercise not in known:
+        raise LadderError(f"--exercise {exercise!r}: {chapter_words(found.assignment)} has exercise(s) "
+                          f"{', '.join(known)}; give one of those")
+    return exercise
+
+
+CUDA_SUFFIXES = (".cu", ".cuh")
+
+
 def cmd_compile(args) -> int:
+    import re
+
     from .cuda.nvrtc import compile_for_archs
     from .learner.cells import cuda_sources
 
     archs = tuple(a.strip() for a in args.arch.split(","))
-    failed = 0
-    for path in map(Path, args.paths):
-        if path.suffix == ".ipynb":
-            sources, stray = cuda_sources(path)
-            for index in stray:
-                print(f"{path}: cell {index} has a __global__ kernel outside a NAME_SRC string; not checked")
+    bad = [a for a in archs if not re.fullmatch(r"(sm|compute)_\d{2,3}a?", a)]
+    if bad:
+        raise LadderError(f"--arch {args.arch!r}: {', '.join(map(repr, bad))} is not an architecture; write "
+                          "real architectures separated by commas, e.g. sm_80,sm_90")
+    inputs = []
+    for arg in args.paths:   # every input read before any compiles: a bad one stops the command at once
+        path = Path(arg)
+        if path.suffix in CUDA_SUFFIXES:
+            if not path.is_file():
+                raise LadderError(f"{arg}: no such CUDA file")
+            inputs.append((path, [(path.stem, path.read_text(errors="replace"))], []))
         else:
-            sources = [(path.stem, path.read_text())]
+            found = recognised(arg)
+            inputs.append((found.path, *cuda_sources(found.notebook)))
+    failed = 0
+    for path, sources, stray in inputs:
+        for index in stray:
+            print(f"{path}: cell {index} has a __global__ kernel outside a NAME_SRC string; not checked")
+        if not sources:
+            print(f"{path}: no CUDA C kernels (NAME_SRC strings) to compile")
         for name, src in sources:
             try:
                 compiled = compile_for_archs(src, name, archs)
@@ -63,10 +116,13 @@ def cmd_compile(args) -> int:
 
 
 def cmd_release(args) -> int:
+    from .notebooks.course import repo_root
+    from .notebooks.recognise import course_root
     from .notebooks.release import release
 
+    root = course_root() or repo_root()   # repo_root: the error that says where it looked
     if args.check:
-        diffs = release(names=args.assignments or None, check=True)
+        diffs = release(root, names=args.assignments or None, check=True)
         if diffs:
             print("course/ is out of date with solutions/ (run `ladder release` and commit):")
             for d in diffs:
@@ -74,7 +130,7 @@ def cmd_release(args) -> int:
             return 1
         print("course/ matches a fresh release of solutions/")
         return 0
-    report = release(names=args.assignments or None, force=args.force)
+    report = release(root, names=args.assignments or None, force=args.force)
     for path in report.backed_up:
         print(f"kept a copy of your changed {path} in {report.backup_dir}")
     print(f"released to course/: {len(report.released)} file(s) written" if report.released
@@ -83,11 +139,16 @@ def cmd_release(args) -> int:
 
 
 def cmd_start(args) -> int:
+    import os
+
     from .notebooks.course import repo_root
+    from .notebooks.recognise import course_root
     from .notebooks.workspace import WORK_DIR, set_instructor_tools, start
 
-    root = repo_root()
+    root = course_root() or repo_root()   # repo_root: the error that says where it looked
     dest = Path(args.dir) if args.dir else root / WORK_DIR
+    if dest.exists() and not dest.is_dir():
+        raise LadderError(f"--dir {dest} is a file: give a folder for your copy of the notebooks")
     result = start(root, dest.resolve(), args.chapters or None)
     for path in result.copied:
         print(f"copied   {path}")
@@ -100,7 +161,8 @@ def cmd_start(args) -> int:
         print("JupyterLab: nbgrader's instructor tools are off for this environment "
               "(`ladder lab --instructor` turns them back on)")
     shown = dest.relative_to(Path.cwd()) if dest.resolve().is_relative_to(Path.cwd()) else dest
-    print(f"\nWork in your copy:  jupyter lab {shown}\n"
+    as_root = " --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else ""   # Jupyter refuses root without it
+    print(f"\nWork in your copy:  jupyter lab{as_root} {shown}\n"
           f"Check a chapter:    ladder check {shown}/01_vector_add/01_vector_add.ipynb")
     return 0
 
@@ -118,49 +180,66 @@ def cmd_lab(args) -> int:
 def cmd_check(args) -> int:
     from .notebooks.check import check
 
-    paths = [resolve_notebook(p) for p in args.notebooks]
+    if args.repeat < 1:
+        raise LadderError(f"--repeat {args.repeat}: give a number of runs of at least 1")
+    if args.sanitize_timeout is not None and args.sanitize_timeout <= 0:
+        raise LadderError(f"--sanitize-timeout {args.sanitize_timeout:g}: give a positive number of seconds")
+    if args.sanitize and args.repeat != 1:
+        raise LadderError("--repeat does not go with --sanitize (the sanitizer's verdict does not vary by run)")
+    if not args.sanitize and (args.tool or args.sanitize_timeout is not None):
+        raise LadderError("--tool and --sanitize-timeout go with --sanitize")
+    paths = [recognised(p).path for p in args.notebooks]
     if args.sanitize:
         from .sanitizer.report import DEFAULT_TIMEOUT_S, sanitize
 
-        if args.repeat != 1:
-            raise LadderError("--repeat does not go with --sanitize (the sanitizer's verdict does not vary by run)")
         timeout = args.sanitize_timeout if args.sanitize_timeout is not None else DEFAULT_TIMEOUT_S
         return sanitize(paths, tools=args.tool, timeout_s=timeout, as_json=args.json)
-    if args.tool or args.sanitize_timeout is not None:
-        raise LadderError("--tool and --sanitize-timeout go with --sanitize")
     return 0 if check(paths, repeat=args.repeat, as_json=args.json) else 1
 
 
-def resolve_notebook(arg: str) -> Path:
-    """A notebook path, or a chapter ("1", "01_vector_add") found in work/ or the current folder."""
+def recognised(arg: str):
+    """The learner's notebook an argument names (a path, or a chapter), read and recognised by its cells
+    (grader.notebooks.recognise): a notebook of another chapter than its name or the chapter asked for
+    is refused, naming the chapter it is."""
+    from .notebooks.recognise import recognise
+
+    path, chapter = resolve_notebook(arg)
+    return recognise(path, expected=chapter)
+
+
+def resolve_notebook(arg: str) -> tuple[Path, str | None]:
+    """A notebook path, or a chapter ("1", "01_vector_add") found in work/, in the current folder (or that
+    folder itself), or in the repository's work/; with the chapter's folder name when a chapter was given."""
     path = Path(arg)
     if path.is_file():
-        return path
+        return path, None
     if path.is_dir():
         found = sorted(path.glob("*.ipynb"))
         if len(found) == 1:
-            return found[0]
-    stem = f"{int(arg):02d}_" if arg.isdigit() else None
-    for base in (Path("work"), Path(".")):
-        for folder in sorted(base.glob(f"{stem}*" if stem else arg)) if base.is_dir() else []:
-            notebooks = sorted(folder.glob("*.ipynb")) if folder.is_dir() else []
-            if len(notebooks) == 1:
-                return notebooks[0]
-    if not arg.endswith(".ipynb") and "/" not in arg:
-        # A chapter, not a path: say whether it exists, and if it does, how to make its copy.
-        from .notebooks.course import repo_root
-        from .notebooks.workspace import chapter_names
+            return found[0], None
+        raise LadderError(f"{arg} is a folder with {len(found) or 'no'} notebooks: give the notebook's path"
+                          + (f" ({', '.join(str(f) for f in found[:3])})" if found else ""))
+    if arg.endswith(".ipynb") or "/" in arg or "\\" in arg or path.suffix:
+        raise LadderError(f"{arg}: no such file (give a notebook's path, such as "
+                          "work/01_vector_add/01_vector_add.ipynb, or a chapter number such as 1)")
+    # A chapter, not a path.
+    from .notebooks.recognise import course_root
+    from .notebooks.workspace import WORK_DIR, chapter_names
 
-        try:
-            root = repo_root()
-        except LadderError:
-            root = None   # outside the course's folder: only a path can name the notebook
-        if root is not None:
-            (name,) = chapter_names(root, [arg])   # "no chapter '9': ..." when there is none
-            raise LadderError(f"chapter {name} is neither in work/ nor in this folder: run `ladder start {arg}` "
-                              f"to make your copy, or give the notebook's path")
-    raise LadderError(f"no such notebook: {arg} (give a notebook's path, such as "
-                      "work/01_vector_add/01_vector_add.ipynb, or a chapter number)")
+    root = course_root()
+    if root is None:
+        raise LadderError(f"chapter {arg}: no course repository here or where this grader is installed from, so "
+                          f"no {WORK_DIR}/ to find it in: run this from the repository, or give the notebook's path")
+    (name,) = chapter_names(root, [arg])   # "no chapter '9': ..." when there is none
+    cwd = Path.cwd()
+    for folder in (cwd if cwd.name == name else None, Path(WORK_DIR) / name, Path(name), root / WORK_DIR / name):
+        notebooks = sorted(folder.glob("*.ipynb")) if folder is not None and folder.is_dir() else []
+        if len(notebooks) == 1:
+            return notebooks[0], name
+        if len(notebooks) > 1:
+            raise LadderError(f"{folder} holds {len(notebooks)} notebooks: give the one to use by its path")
+    raise LadderError(f"chapter {int(name[:2])} ({name}) has no copy in {root / WORK_DIR}: run `ladder start {arg}` "
+                      "to make yours, or give the notebook's path")
 
 
 def cmd_grade(args) -> int:
@@ -174,12 +253,55 @@ def cmd_grade(args) -> int:
         raise LadderError("--cluster-option goes with --cluster")
     if args.gpus is not None and args.gpus < 1 or args.workers is not None and args.workers < 1:
         raise LadderError("--gpus and --workers take a number of at least 1")
+    if args.jobs < 1:
+        raise LadderError(f"--jobs {args.jobs}: give a number of batch jobs of at least 1")
+    if args.jobs != 1 and not args.cluster:
+        raise LadderError("--jobs goes with --cluster")
+    if args.retries < 0:
+        raise LadderError(f"--retries {args.retries}: give 0 or more")
+    if args.scheduler is not None and not scheduler_address(args.scheduler):
+        raise LadderError(f"--scheduler {args.scheduler!r}: give the scheduler's address as HOST:PORT or "
+                          "tcp://HOST:PORT")
+    if args.db is not None:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            make_url(args.db)
+        except ArgumentError:
+            raise LadderError(f"--db {args.db!r} is not a database URL: write it as SQLAlchemy does, e.g. "
+                              "postgresql+psycopg://grader@host/class or sqlite:///gradebook.db") from None
+    for flag, value in (("--csv", args.csv), ("--csv-cells", args.csv_cells)):
+        if value is not None and Path(value).is_dir():
+            raise LadderError(f"{flag} {value} is a folder: give the CSV file's path")
+    if Path(args.workspace).exists() and not Path(args.workspace).is_dir():
+        raise LadderError(f"--workspace {args.workspace} is a file: give a folder to grade in")
     where = Where(gpus=args.gpus, workers=args.workers, scheduler=args.scheduler, cluster=args.cluster,
                   jobs=args.jobs, cluster_options=parse_options(args.cluster_option or []), retries=args.retries)
+    if not args.verbose:
+        hide_library_warnings()
     grades = grade(Path(args.submissions), args.assignment, Path(args.workspace),
                    Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None, where=where,
-                   db_url=args.db, progress=not args.no_progress)
+                   db_url=args.db, progress=not args.no_progress,
+                   cells_csv=Path(args.csv_cells) if args.csv_cells else None)
     return 0 if all(g.error is None for g in grades) else 1
+
+
+def scheduler_address(text: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text if "://" in text else f"tcp://{text}")
+        return bool(parts.hostname) and parts.port is not None
+    except ValueError:   # a port that is not a number
+        return False
+
+
+def hide_library_warnings() -> None:
+    """Python warnings from the libraries grading runs through (SQLAlchemy's SAWarning about nbgrader's
+    models, deprecations, ResourceWarnings at exit): out of the instructor's console for the rest of this
+    process, its exit included, unless `--verbose` asks for them."""
+    warnings.simplefilter("ignore")
 
 
 def archs_names() -> tuple[str, ...]:
@@ -188,8 +310,20 @@ def archs_names() -> tuple[str, ...]:
     return NAMES
 
 
+class UsageError(LadderError):
+    """A command line argparse refused: an unknown option, a missing or malformed value."""
+
+
+class LadderParser(argparse.ArgumentParser):
+    """argparse's parser, whose refusals come back to `main` as one line (and, under `--json`, as the
+    JSON object) instead of its usage block and an exit from deep inside parsing."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (`{self.prog} --help` lists what it takes)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ladder", description="Kernel Ladder: check your GPU, your kernels, your grades.")
+    p = LadderParser(prog="ladder", description="Kernel Ladder: check your GPU, your kernels, your grades.")
     sub = p.add_subparsers(dest="command")
 
     s = sub.add_parser("start", help="copy the course's notebooks into work/ for you to write in (never "
@@ -221,14 +355,15 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_doctor)
 
     c = sub.add_parser("compile", help="compile the CUDA kernels of notebooks or .cu files through NVRTC (no GPU needed)")
-    c.add_argument("paths", nargs="+")
+    c.add_argument("paths", nargs="+", help="notebooks, chapter numbers (found in work/) or .cu files")
     c.add_argument("--arch", default="sm_80,sm_90", help="comma-separated real architectures (default sm_80,sm_90)")
     c.set_defaults(func=cmd_compile)
 
     pr = sub.add_parser("profile", help="run Nsight Compute on your own launcher for an exercise, at the graded size, "
                                         "and print its signature beside the recorded rungs (docs/profiling.md)")
-    pr.add_argument("notebook", help="the saved notebook to take your code from")
-    pr.add_argument("--exercise", required=True, help="the exercise, as in bars.toml: 1a, 1b, 2, 3, 4, 5a, 5b, 6, 6-causal")
+    pr.add_argument("notebook", help="the saved notebook to take your code from, or a chapter number (found in work/)")
+    pr.add_argument("--exercise", required=True, help="the exercise, as in bars.toml (1a, 2, 5b, 6-causal, ...); one the "
+                                                      "notebook's chapter lacks is answered with the list of its own")
     pr.add_argument("--launcher", help="profile this launcher instead of the graded one (a stretch goal's)")
     pr.add_argument("--size", help="profile at this size (JSON, e.g. '[2048, 2048, 2048]') instead of the graded one")
     pr.add_argument("--out", help="where to keep ncu's report and its CSV (default: a temporary folder)")
@@ -288,7 +423,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--retries", type=int, default=2,
                    help="with Dask: how many times a student whose worker or GPU died is graded again elsewhere "
                         "(default 2)")
+    g.add_argument("--csv-cells", metavar="FILE",
+                   help="also write every student's graded cells to FILE: student, cell, points, max, passed, "
+                        "reason code and the message's first line")
     g.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
+    g.add_argument("--verbose", action="store_true",
+                   help="show the libraries' own warnings (SQLAlchemy, nbgrader) too; hidden by default")
     where = g.add_mutually_exclusive_group()
     where.add_argument("--isolated", action="store_true",
                        help="check graded cells in fresh processes, out of the notebook's reach (the default; "
@@ -301,19 +441,50 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        command = next((a for a in argv if not a.startswith("-")), None)
+        return refuse(command if command in commands(parser) else None, exc, as_json="--json" in argv,
+                      sanitize="--sanitize" in argv)
     if args.command is None:
         parser.print_help()
         return 0
     if getattr(args, "isolated", False) or getattr(args, "in_kernel", False):
         import os
         os.environ["LADDER_ISOLATED"] = "1" if args.isolated else "0"
+    as_json, sanitize = getattr(args, "json", False), getattr(args, "sanitize", False)
     try:
         return args.func(args)
     except LadderError as exc:
-        print(f"ladder {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return refuse(args.command, exc, as_json, sanitize)
+    except OSError as exc:   # a path the command could not read or write: say which, without a traceback
+        where = f": {exc.filename}" if exc.filename else ""
+        return refuse(args.command, LadderError(f"{exc.strerror or exc}{where}"), as_json, sanitize)
+
+
+def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Each subcommand's name and parser, as argparse holds them."""
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def refuse(command: str | None, exc: LadderError, as_json: bool, sanitize: bool = False) -> int:
+    """A command that could not start: one message on stderr (and, for `check --json`, the documented JSON
+    object on stdout, docs/check-json.md; with `--sanitize`, docs/sanitize.md's), exit code 2."""
+    print(f"ladder{' ' + command if command else ''}: {exc}", file=sys.stderr)
+    if as_json and command == "check":
+        import json
+
+        if sanitize:
+            from .sanitizer.report import SCHEMA
+        else:
+            from .notebooks.check import SCHEMA
+        print(json.dumps({"schema": SCHEMA, "passed": False, "error": str(exc), "reason": exc.reason,
+                          "notebooks": []}, indent=2))
+    return 2
 
 
 if __name__ == "__main__":

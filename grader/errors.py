@@ -42,6 +42,11 @@ REASONS = {
     "memory": "the launch allocated more memory than the exercise allows",
     "stderr": "a graded cell wrote to stderr",
     "not-run": "the cell never ran: an earlier cell stopped the notebook or it timed out first",
+    # a whole notebook's reasons (grader.notebooks.recognise, grader.classgrade): nothing in it could be graded
+    "not-a-notebook": "the file is missing, empty, not JSON, not a notebook, or a notebook of no chapter",
+    "other-chapter": "the notebook is another chapter's (by its cells, whatever its name)",
+    "nothing-submitted": "the student's submission folder holds no notebook",
+    "not-graded": "grading itself failed for this notebook (the message says why)",
     "sanitizer-memcheck": "compute-sanitizer memcheck found an invalid memory access",
     "sanitizer-racecheck": "compute-sanitizer racecheck found a shared-memory race",
     "sanitizer-synccheck": "compute-sanitizer synccheck found an invalid barrier",

@@ -53,19 +53,24 @@ def test_ci_runs_the_readme_test_command():
 
 
 def _commands(text: str) -> list[str]:
-    """Shell commands, normalised the way .ci/run writes them (`python -m pip`, --quiet, output dropped)."""
+    """Shell commands, normalised the way .ci/run writes them (`python -m pip`, --quiet, output dropped, one
+    command a line where the README joins two with &&)."""
     out = []
     for line in text.splitlines():
         line = line.split("#", 1)[0].strip() if not line.strip().startswith("#") else ""
-        line = re.sub(r"^python -m pip ", "pip ", line)
-        line = re.sub(r"\s+--quiet\b|\s*>/dev/null$", "", line)
-        if line:
-            out.append(line)
+        for command in line.split(" && "):
+            command = re.sub(r"^python -m pip ", "pip ", command.strip())
+            command = re.sub(r"\s+--quiet\b|\s*>/dev/null$", "", command)
+            if command:
+                out.append(command)
     return out
 
 
+VENV = ["python3 -m venv .venv", ". .venv/bin/activate"]
+
+
 def _setup_install_steps() -> list[str]:
-    """The install commands of the README's set-up, in reading order (steps 1 and 2)."""
+    """The install commands of the README's set-up, in reading order (the virtual environment, steps 1 and 2)."""
     text = (ROOT / "README.md").read_text()
     setup = text[text.index("## Set up"):text.index("**3.")]
     blocks = re.findall(r"```bash\n(.*?)```", setup, re.S)
@@ -74,12 +79,14 @@ def _setup_install_steps() -> list[str]:
 
 def test_readme_setup_puts_the_cpu_torch_before_the_install():
     steps = _setup_install_steps()
-    assert steps[0].startswith('pip install "torch==') and "download.pytorch.org/whl/cpu" in steps[0]
-    assert steps[1] == 'pip install -e ".[dev]"'
+    assert steps[:2] == VENV, "the set-up starts by making and activating a virtual environment"
+    assert steps[2].startswith('pip install "torch==') and "download.pytorch.org/whl/cpu" in steps[2]
+    assert steps[3] == 'pip install -e ".[dev]"'
 
 
 def test_ci_runs_the_readme_setup_in_its_order():
-    ci = [c for c in _commands((ROOT / ".ci" / "run").read_text()) if c.startswith(("pip install", "python -m"))]
+    ci = [c for c in _commands((ROOT / ".ci" / "run").read_text())
+          if c.startswith(("pip install", "python -m")) or c in VENV]
     ci = [c for c in ci if "--upgrade pip" not in c]
     assert ci == _setup_install_steps(), f".ci/run installs {ci}, the README says {_setup_install_steps()}"
 

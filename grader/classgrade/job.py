@@ -48,3 +48,9 @@ class StudentGrade:
     attempts: int = 1
     notes: list[str] = field(default_factory=list)
     skipped: bool = False    # already graded from the same bytes, grader and bars: taken from the journal
+    # Why nothing could be graded (a code of grader.errors.REASONS: not-a-notebook, other-chapter,
+    # nothing-submitted, not-graded), or None for a graded student; `error` says it in words.
+    reason: str | None = None
+    # Each graded cell that did not pass: grade_id -> (reason code, the first line of its message), as
+    # `ladder check --json` gives them (grader.notebooks.check).
+    cell_reasons: dict[str, tuple[str, str]] = field(default_factory=dict)

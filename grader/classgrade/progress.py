@@ -57,7 +57,8 @@ def summary(grades: list[StudentGrade]) -> list[str]:
     """Per student: score, where and how long, what failed; then per cell: the class's pass rate."""
     lines = []
     for g in sorted(grades, key=lambda g: g.student):
-        status = f"{g.score:g}/{g.max_score:g}" + (f"  ({g.error.splitlines()[0]})" if g.error else "")
+        status = f"{g.score:g}/{g.max_score:g}" + (f"  [{g.reason or 'not-graded'}] ({g.error.splitlines()[0]})"
+                                                   if g.error else "")
         how = "already graded" if g.skipped else f"{g.seconds:.0f} s on {g.worker}" if g.worker else ""
         lines.append(f"{g.student:<20} {status:<12} {how}")
         for note in g.notes:
@@ -67,8 +68,7 @@ def summary(grades: list[StudentGrade]) -> list[str]:
             lines.extend(f"    | {line}" for line in rest[-60:])
         for loss in g.kernel_losses:
             lines.append(f"    ! {loss}")
-        for cell, (pts, mx) in g.cells.items():
-            lines.append(f"    {'✓' if pts == mx else '✗'} {cell:<24} {pts:g}/{mx:g}")
+        lines.extend(cell_lines(g))
     cells: dict[str, list[bool]] = {}
     for g in grades:
         if g.error is None:
@@ -76,11 +76,24 @@ def summary(grades: list[StudentGrade]) -> list[str]:
                 cells.setdefault(cell, []).append(pts == mx)
     if cells:
         graded = sum(1 for g in grades if g.error is None)
-        lines.append(f"\npass rate per cell ({graded} student(s) graded):")
+        lines.append(f"\npass rate per cell ({graded} of {len(grades)} student(s) graded):")
         for cell, passed in cells.items():
             lines.append(f"    {cell:<24} {sum(passed):>4}/{len(passed):<4} {100 * sum(passed) / len(passed):5.1f}%")
     timed = [g.seconds for g in grades if not g.skipped and g.worker]
     if timed:
         lines.append(f"\ngrading time per student: median {sorted(timed)[len(timed) // 2]:.0f} s, "
                      f"longest {max(timed):.0f} s")
+    return lines
+
+
+def cell_lines(grade: StudentGrade) -> list[str]:
+    """A student's graded cells: ✓ or ✗ and points, and for each that failed its reason code and the first
+    line of its message, as `ladder check --json` gives them."""
+    lines = []
+    for cell, (pts, mx) in grade.cells.items():
+        line = f"    {'✓' if pts == mx else '✗'} {cell:<24} {pts:g}/{mx:g}"
+        if pts != mx and cell in grade.cell_reasons:
+            reason, message = grade.cell_reasons[cell]
+            line += f"  [{reason}] {message}"
+        lines.append(line)
     return lines

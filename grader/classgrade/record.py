@@ -192,6 +192,37 @@ class Workspace:
                             None, kernel_losses(self.autograded_path(entry.student)), entry.seconds, entry.worker,
                             entry.attempts, entry.notes, skipped=True)
 
+    def explain(self, grade: StudentGrade, reason: str, detail: str, submission: bytes | None = None) -> StudentGrade:
+        """A student nothing could be graded for: kept as submitted (if anything was), scored 0 in the
+        gradebook (a student row and no submission, so the CSV shows 0 and no earlier score), and given a
+        feedback page that says why (grader.classgrade.feedback)."""
+        from dataclasses import replace
+
+        from nbgrader.api import Gradebook, MissingEntry
+
+        from .feedback import explanation, write_page
+
+        if submission is not None:
+            submitted = self.submission_path(grade.student)
+            submitted.parent.mkdir(parents=True, exist_ok=True)
+            submitted.write_bytes(submission)
+        shutil.rmtree(self.autograded_path(grade.student).parent, ignore_errors=True)
+
+        def enter():
+            with Gradebook(self.db_url) as gb:
+                gb.update_or_create_student(grade.student)
+                try:
+                    gb.remove_submission(self.assignment, grade.student)
+                except MissingEntry:
+                    pass
+                return float(gb.find_assignment(self.assignment).max_score)
+
+        max_score = retrying(enter)
+        page = write_page(self.feedback_path(grade.student),
+                          explanation(self.assignment, self.notebook, reason, detail, max_score))
+        return replace(grade, score=0.0, max_score=max_score, cells={}, feedback=page, reason=reason,
+                       cell_reasons={})
+
     def export_csv(self, path: Path) -> None:
         from nbgrader.api import Gradebook
         from nbgrader.plugins import CsvExportPlugin

@@ -12,13 +12,17 @@ worker's result is recorded by this process alone (grader.classgrade.record), as
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from .. import config
 from ..errors import LadderError
-from ..notebooks.course import SOURCE_DIR, repo_root
+from ..notebooks.check import failed_cells
+from ..notebooks.course import SOURCE_DIR, assignments, repo_root
+from ..notebooks.recognise import course_root, recognise
 from . import task
 from .cluster import RESOURCE, Where, client_for, dashboard
+from .export import write_cells, write_grades
 from .identity import bars_bytes, files_sha256, folder_files, grader_sha256, sha256
 from .job import StudentGrade, StudentJob, StudentResult
 from .progress import Progress, summary
@@ -29,39 +33,53 @@ def source_notebook(root: Path, assignment: str) -> Path:
     folder = root / SOURCE_DIR / assignment
     notebooks = sorted(folder.glob("*.ipynb"))
     if not folder.is_dir() or not notebooks:
-        raise LadderError(f"no assignment {assignment!r}: {folder} has no notebook")
+        raise LadderError(f"no assignment {assignment!r} in {SOURCE_DIR}/: give one of {', '.join(assignments(root))}")
     if len(notebooks) > 1:
         raise LadderError(f"{folder} has several notebooks; ladder grade handles one per assignment")
     return notebooks[0]
 
 
-def collect_submissions(submissions: Path, assignment: str, notebook_name: str) -> dict[str, Path]:
-    """student id -> submitted notebook, from either layout."""
+def collect_submissions(submissions: Path, assignment: str, notebook_name: str) -> dict[str, Path | None]:
+    """student id -> submitted notebook, from either layout or both mixed (None: the student's folder holds
+    no notebook, which is graded 0 and said so, never left out)."""
+    if not submissions.exists():
+        raise LadderError(f"{submissions}: no such folder (give nbgrader's submitted/ folder, or a folder of "
+                          "STUDENT.ipynb files)")
     if not submissions.is_dir():
-        raise LadderError(f"{submissions} is not a folder")
-    flat = sorted(submissions.glob("*.ipynb"))
-    if flat:
-        return {p.stem: p for p in flat}
-    found = {}
-    for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir()):
+        raise LadderError(f"{submissions} is a file, not a folder: give nbgrader's submitted/ folder, or a folder "
+                          "of STUDENT.ipynb files")
+    found: dict[str, Path | None] = {p.stem: p for p in sorted(submissions.glob("*.ipynb")) if p.is_file()}
+    for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if student_dir.name in found:
+            raise LadderError(f"student {student_dir.name} is submitted twice, as {found[student_dir.name]} and in "
+                              f"{student_dir}: keep one")
         nb = student_dir / assignment / notebook_name
-        if nb.is_file():
-            found[student_dir.name] = nb
-        else:
-            candidates = sorted((student_dir / assignment).glob("*.ipynb"))
-            if candidates:
-                found[student_dir.name] = candidates[0]
+        candidates = sorted((student_dir / assignment).glob("*.ipynb"))
+        found[student_dir.name] = nb if nb.is_file() else (candidates[0] if candidates else None)
     if not found:
         raise LadderError(f"no submissions found in {submissions}: expected STUDENT.ipynb files or "
                           f"STUDENT/{assignment}/{notebook_name}")
     return found
 
 
+def screen(path: Path | None, assignment: str, root: Path) -> tuple[str, str] | None:
+    """Why a submission cannot be graded at all (reason code, message naming the file by its name only, as
+    its student sees it), or None for a notebook of this assignment."""
+    if path is None:
+        return "nothing-submitted", f"no notebook was found in your submission folder for {assignment}"
+    try:
+        recognise(path, expected=assignment, root=root)
+    except LadderError as exc:
+        return exc.reason, str(exc).replace(str(path), path.name)
+    return None
+
+
 def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | None = None,
           bars: Path | None = None, where: Where | None = None, db_url: str | None = None, echo=print,
-          progress: bool = True) -> list[StudentGrade]:
+          progress: bool = True, cells_csv: Path | None = None) -> list[StudentGrade]:
     where = where or Where()
-    source_nb = source_notebook(repo_root(), assignment)
+    root = course_root() or repo_root()   # repo_root: the error that says where it looked
+    source_nb = source_notebook(root, assignment)
     if bars is not None:
         if not Path(bars).is_file():
             raise LadderError(f"--bars {bars}: no such file")
@@ -84,6 +102,12 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
         grades: list[StudentGrade] = []
         jobs: list[StudentJob] = []
         for student, path in students.items():
+            refused = screen(path, assignment, root)
+            if refused is not None:   # nothing to grade: 0, a row, a feedback page, and why
+                reason, why = refused
+                grades.append(ws.explain(StudentGrade(student, 0.0, 0.0, {}, None, why), reason, why,
+                                         path.read_bytes() if path is not None else None))
+                continue
             data = path.read_bytes()
             digest = sha256(data)
             entry = recorded.get(student)
@@ -93,7 +117,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
             else:
                 jobs.append(StudentJob(assignment, source_nb.name, student, data, digest, source, source_sha,
                                        bars_data, grader, settings))
-        shown = Progress(len(jobs), len(grades), echo, enabled=progress)
+        shown = Progress(len(jobs), sum(g.skipped for g in grades), echo, enabled=progress)
         try:
             with client_for(where if jobs else Where()) as client:   # nothing to grade: no Dask
                 if client is None:
@@ -106,20 +130,28 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
                     grades += _on_dask(client, jobs, ws, shown, where.retries)
         finally:
             shown.close()
+        # Every student grading failed for (a worker, a GPU, nbgrader) still gets a row and a page; every
+        # graded one, the reason of each cell it lost.
+        grades = [ws.explain(g, "not-graded", g.error) if g.error is not None and g.reason is None
+                  else replace(g, cell_reasons=failed_cells(ws.autograded_path(g.student))) if g.error is None
+                  else g for g in grades]
         csv_path = (csv_path or ws.folder / "grades.csv").resolve()
-        ws.export_csv(csv_path)
+        write_grades(ws, csv_path, grades)
+        if cells_csv is not None:
+            write_cells(cells_csv.resolve(), grades)
     finally:
         ws.close()
     for line in summary(grades):
         echo(line)
-    echo(f"grades: {csv_path}\nfeedback: {ws.folder / 'feedback'}")
+    echo(f"grades: {csv_path}\nfeedback: {ws.folder / 'feedback'}"
+         + (f"\ncells: {cells_csv.resolve()}" if cells_csv is not None else ""))
     return grades
 
 
 def _here(jobs: list[StudentJob], ws: Workspace, shown: Progress) -> list[StudentGrade]:
     """One GPU: each student in turn, in this process (no Dask)."""
     grades = []
-    for job in jobs:
+    for index, job in enumerate(jobs):
         shown.started(job.student, task.where() or "here")
         result = task.grade_student(job)
         if result.gpu_failure:
@@ -127,6 +159,11 @@ def _here(jobs: list[StudentJob], ws: Workspace, shown: Progress) -> list[Studen
                                        "grading stopped. Fix the GPU and run the same command again: graded students "
                                        "are kept", result))
             shown.finished(grades[-1])
+            # the students after it are not graded either, and say so: none is left out of the summary or the CSV
+            for later in jobs[index + 1:]:
+                grades.append(_failed(later, "not graded: grading stopped before this student, when the GPU failed "
+                                             f"while {job.student} was graded; run the same command again"))
+                shown.finished(grades[-1])
             break
         grades.append(ws.record(job, result, 1, []))
         shown.finished(grades[-1])

@@ -90,12 +90,3 @@ def cached_ceilings() -> Ceilings | None:
         return Ceilings(**json.loads(path.read_text()))
     except (OSError, ValueError, TypeError):
         return None
-
-
-WHAT_STILL_WORKS = (
-    "What still works without a GPU: reading every chapter; the napkin-math exercises and chapter 4's "
-    "tensor-core check (graded); "
-    "compile checks of your CUDA kernels through NVRTC (`ladder compile NOTEBOOK`); `ladder doctor`; "
-    "the grader's own tests (`pytest`); and chapters 5 and 6, whose Triton kernels run on the CPU through "
-    "Triton's interpreter at small sizes, correctness checked in full. CUDA C kernels (chapters 1-4) and "
-    "every speed check need an NVIDIA GPU.")

@@ -15,7 +15,8 @@ from .. import config
 from ..cuda.gpu import GPUInfo, gpu_info, gpu_or_reason
 from ..errors import LadderError
 from ..isolation import facts
-from .ceilings import WHAT_STILL_WORKS, Ceilings, cached_ceilings, ceilings
+from .ceilings import Ceilings, cached_ceilings, ceilings
+from .without_gpu import WHAT_STILL_WORKS
 from .quiet import captured_stderr
 
 

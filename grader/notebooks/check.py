@@ -41,6 +41,17 @@ class CellResult:
     def passed(self) -> bool:
         return self.outcome == "pass"
 
+    def first_line(self) -> str:
+        """What went wrong, in the first line of its message ("" for a cell that passed)."""
+        if self.outcome == "fail" and self.error:
+            first = (self.error["evalue"] or "").strip().splitlines()
+            return f"{self.error['ename']}: {first[0] if first else ''}"
+        if self.outcome == "stderr":
+            return f"wrote to stderr (nbgrader scores that 0): {self.stderr.strip().splitlines()[0][:120]}"
+        if self.outcome == "not-run":
+            return "not run"
+        return ""
+
 
 @dataclass
 class NotebookResult:
@@ -127,6 +138,17 @@ def speed_record(cell) -> dict | None:
         return None
 
 
+def failed_cells(autograded_nb: Path) -> dict[str, tuple[str, str]]:
+    """grade_id -> (reason code, the first line of its message) of each graded cell that did not pass in a
+    notebook nbgrader autograded: what `--json` gives for each cell, for `ladder grade`'s summary."""
+    import nbformat
+
+    if not Path(autograded_nb).is_file():
+        return {}
+    cells = grade_cells(nbformat.read(str(autograded_nb), as_version=4))
+    return {c.grade_id: (c.reason or "failed", c.first_line()) for c in cells if not c.passed}
+
+
 def run_notebook(path: Path, run: int = 1, timeout: int | None = None) -> NotebookResult:
     import nbformat
     from traitlets.config import Config
@@ -176,12 +198,9 @@ def format_result(r: NotebookResult) -> str:
         mark = "✓" if c.passed else "✗"
         line = f"  {mark} {c.grade_id:<{width}}  {c.points:g}/{c.max_points:g}"
         if c.outcome == "fail" and c.error:
-            first = (c.error["evalue"] or "").strip().splitlines()
-            line += f"  [{c.reason}] {c.error['ename']}: {first[0] if first else ''}"
-        elif c.outcome == "stderr":
-            line += f"  wrote to stderr (nbgrader scores that 0): {c.stderr.strip().splitlines()[0][:120]}"
-        elif c.outcome == "not-run":
-            line += "  not run"
+            line += f"  [{c.reason}] {c.first_line()}"
+        elif c.outcome in ("stderr", "not-run"):
+            line += f"  {c.first_line()}"
         lines.append(line)
     lines.append(f"  score {r.score:g}/{r.max_score:g}  {'PASS' if r.passed else 'FAIL'}")
     return "\n".join(lines)

@@ -21,7 +21,8 @@ from ..cuda.gpu import arch_here, driver_version, gpu_info, gpu_or_reason, versi
 from ..cuda.nvrtc import nvrtc_available
 from ..cuda.toolkit import find_wmma_headers
 from ..errors import LadderError
-from ..harness.ceilings import WHAT_STILL_WORKS, ceilings
+from ..harness.ceilings import ceilings
+from ..harness.without_gpu import WHAT_STILL_WORKS
 from ..harness.feasibility import table
 from ..harness.quiet import captured_stderr
 from . import shipped

@@ -50,12 +50,13 @@ def find_sanitizer() -> str | None:
 def unavailable_reason() -> str | None:
     """One line on why sanitizing cannot run here and what still works, or None when it can."""
     from ..cuda.gpu import gpu_or_reason
+    from ..harness.without_gpu import interpreted_phrase
 
     ok, why = gpu_or_reason()
     if not ok:
         return (f"cannot sanitize here: {why}, and compute-sanitizer checks kernels while they run on an NVIDIA "
-                "GPU. What still works here: `ladder check NOTEBOOK` grades as usual (chapters 5 and 6 on the CPU, "
-                "through Triton's interpreter), and `ladder compile NOTEBOOK` checks that CUDA kernels compile.")
+                f"GPU. What still works here: `ladder check NOTEBOOK` grades as usual ({interpreted_phrase()} on "
+                "the CPU, through Triton's interpreter), and `ladder compile NOTEBOOK` checks that CUDA kernels compile.")
     if find_sanitizer() is None:
         return ("cannot sanitize here: compute-sanitizer was not found (looked on PATH, in $CUDA_HOME/bin, "
                 "$CUDA_PATH/bin and /usr/local/cuda/bin, and for the nvidia-cuda-sanitizer-api wheel); it comes "

@@ -43,7 +43,7 @@ def test_a_dead_worker_has_its_student_graded_again_and_a_serial_killer_is_given
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-3000:]   # one student could not be graded
     assert (marks / "killed").is_file(), "the once-killer never ran"
-    assert scores(tmp_path / "ws" / "grades.csv") == {"correct": 3, "once": 3}, out[-3000:]
+    assert scores(tmp_path / "ws" / "grades.csv") == {"correct": 3, "once": 3, "always": 0}, out[-3000:]
     assert "ended when its worker died; graded again" in out, out[-3000:]
     assert "not graded: the worker grading this student died 2 time(s)" in out, out[-3000:]
     journal = _journal(tmp_path / "ws" / "gradebook.db")

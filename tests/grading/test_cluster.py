@@ -99,6 +99,6 @@ def test_the_summary_prints_the_whole_reason_of_a_student_not_graded():
     graded = StudentGrade("bob", 9.0, 15.0, {"napkin-test": (1.0, 1.0)}, None, error="1 cell's kernel died")
     lines = summary([StudentGrade("alice", 0.0, 0.0, {}, None, error=error), graded])
     text = "\n".join(lines)
-    assert "alice                0/0  (not graded: grading failed on the worker" in text
+    assert "alice                0/0  [not-graded] (not graded: grading failed on the worker" in text
     assert "    | OSError: disk full" in text and '    |   File "x.py", line 1' in text
     assert "| 1 cell" not in text   # a graded student's note stays on its status line

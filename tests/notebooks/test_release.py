@@ -152,13 +152,13 @@ def test_ladder_check_names_a_missing_chapter_and_how_to_get_it(tmp_path, monkey
     (tmp_path / "solutions").symlink_to(ROOT / "solutions")   # the course's folder, without work/:
     shutil.copy(ROOT / "nbgrader_config.py", tmp_path)          # the learner has not run `ladder start`
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(LadderError, match=r"chapter 01_vector_add is neither in work/.*`ladder start 1`"):
+    with pytest.raises(LadderError, match=r"chapter 1 \(01_vector_add\) has no copy in .*work: run `ladder start 1`"):
         resolve_notebook("1")
     with pytest.raises(LadderError, match=r"no chapter '9': give a number \(1-8\)"):
         resolve_notebook("9")
-    with pytest.raises(LadderError, match=r"no such notebook: mine\.ipynb"):
+    with pytest.raises(LadderError, match=r"mine\.ipynb: no such file"):
         resolve_notebook("mine.ipynb")
     mine = tmp_path / "work" / "01_vector_add" / "01_vector_add.ipynb"
     mine.parent.mkdir(parents=True)
     mine.write_text("{}")
-    assert resolve_notebook("1") == Path("work/01_vector_add/01_vector_add.ipynb")
+    assert resolve_notebook("1") == (Path("work/01_vector_add/01_vector_add.ipynb"), "01_vector_add")
