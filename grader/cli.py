@@ -178,8 +178,21 @@ def cmd_grade(args) -> int:
                   jobs=args.jobs, cluster_options=parse_options(args.cluster_option or []), retries=args.retries)
     grades = grade(Path(args.submissions), args.assignment, Path(args.workspace),
                    Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None, where=where,
-                   db_url=args.db, progress=not args.no_progress)
+                   db_url=args.db, progress=not args.no_progress, leaderboard=args.leaderboard)
     return 0 if all(g.error is None for g in grades) else 1
+
+
+def cmd_report(args) -> int:
+    from .classgrade.report import build
+
+    print(f"class report: {build(Path(args.workspace), args.assignment, args.db, args.leaderboard)}")
+    return 0
+
+
+def leaderboard_names() -> tuple[str, ...]:
+    from .classgrade.report import LEADERBOARD_NAMES
+
+    return LEADERBOARD_NAMES
 
 
 def archs_names() -> tuple[str, ...]:
@@ -289,6 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with Dask: how many times a student whose worker or GPU died is graded again elsewhere "
                         "(default 2)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
+    g.add_argument("--leaderboard", choices=leaderboard_names(), default="initials",
+                   help="who the class report's leaderboards name: names, initials (the default) or none")
     where = g.add_mutually_exclusive_group()
     where.add_argument("--isolated", action="store_true",
                        help="check graded cells in fresh processes, out of the notebook's reach (the default; "
@@ -297,6 +312,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run graded cells in each notebook's own kernel instead (faster, but a notebook that "
                             "patches the grader or the timer can fool it)")
     g.set_defaults(func=cmd_grade)
+
+    rep = sub.add_parser("report", help="build the class report of a graded assignment again (WORKSPACE/report.html: "
+                                        "where the class stands, speed, leaderboards, who needs help, integrity, the run)")
+    rep.add_argument("workspace", nargs="?", default="grading", help="the folder `ladder grade` graded in (default: grading/)")
+    rep.add_argument("--assignment", help="which assignment (default: the workspace's only one)")
+    rep.add_argument("--db", metavar="URL", help="the gradebook's database, as given to `ladder grade --db`")
+    rep.add_argument("--leaderboard", choices=leaderboard_names(), default="initials",
+                     help="who the leaderboards name: names, initials (the default) or none")
+    rep.set_defaults(func=cmd_report)
     return p
 
 

@@ -192,6 +192,19 @@ class Workspace:
                             None, kernel_losses(self.autograded_path(entry.student)), entry.seconds, entry.worker,
                             entry.attempts, entry.notes, skipped=True)
 
+    def not_graded_path(self) -> Path:
+        return self.folder / f"not-graded-{self.assignment}.json"
+
+    def record_not_graded(self, grades: list[StudentGrade]) -> None:
+        """Keep why each student of this run was not graded (the journal holds only the graded), for the class
+        report to say so when it is built again; a later run that grades them replaces it."""
+        self.not_graded_path().write_text(json.dumps({g.student: g.error for g in grades if g.error}, indent=1))
+
+    def not_graded(self) -> dict[str, str]:
+        """student -> why, for the students the last run did not grade."""
+        path = self.not_graded_path()
+        return json.loads(path.read_text()) if path.is_file() else {}
+
     def export_csv(self, path: Path) -> None:
         from nbgrader.api import Gradebook
         from nbgrader.plugins import CsvExportPlugin
