@@ -1,0 +1,61 @@
+"""The class report's readings that need no graded class: a speed cell's report read back, the recorded
+rungs, the leaderboard's names and a workspace that is not one. The report of a whole graded class, and
+its check in Chromium, are in tests/notebooks/test_grading.py, beside the class that grading builds."""
+
+import json
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from grader.classgrade import report
+from grader.harness.results import SpeedResult
+from grader.harness.timing import Comparison, Timing
+
+
+def _speed_result(candidate_ms: float, bar: float) -> SpeedResult:
+    cmp = Comparison(Timing("yours", [candidate_ms] * 5), Timing("torch.mm", [1.0] * 5), {}, 5, 1.0, "cuda")
+    return SpeedResult(key="5a", title="Triton matmul", size="M=N=K=4096", gpu="NVIDIA H100 80GB HBM3",
+                       comparison=cmp, bar=bar, graded=True, passed=cmp.speedup >= bar, bytes_moved=3 * 2 * 4096 ** 2,
+                       flops=2 * 4096 ** 3, ceiling_name="fp16_tflops", ceiling_value=676.0, baseline_name="torch.mm")
+
+
+def test_a_speed_cell_is_read_back_from_its_own_report_passed_or_below_the_bar():
+    passed = _speed_result(1.25, 0.75)      # 0.80x
+    below = _speed_result(2.0, 0.75)        # 0.50x
+    cell_passed = {"outputs": [{"output_type": "stream", "name": "stdout", "text": passed.report() + "\n"}]}
+    cell_below = {"outputs": [{"output_type": "error", "ename": "CheckFailed",
+                               "evalue": below.report() + "\nNeeds at least 0.75x torch.mm.\n[reason: below-bar]"}]}
+    got = report.speed_of(cell_passed)
+    assert (got.exercise, got.speedup, got.bar, got.passed, got.gpu) == ("5a", 0.8, 0.75, True, "NVIDIA H100 80GB HBM3")
+    got = report.speed_of(cell_below)
+    assert (got.exercise, got.speedup, got.passed) == ("5a", 0.5, False)
+    assert report.speed_of({"outputs": [{"output_type": "stream", "name": "stdout", "text": "✓ correct\n"}]}) is None
+
+
+def test_the_recorded_rungs_are_the_medians_of_their_calibration_runs():
+    data = json.loads((ROOT / "assets/results/ch05-h200/ch05-calibration.json").read_text())
+    solution = next(r for r in data["rungs"] if r["bar_key"] == "5a" and r["rung"].endswith("(solution)"))
+    rungs = {r.name: r for r in report.recorded_rungs(ROOT / "assets" / "results")["5a"]}
+    assert {"naive_5a", "solution"} <= set(rungs)
+    assert rungs["solution"].speedup == statistics.median(r["speedup"] for r in solution["runs"])
+    assert rungs["solution"].gpu == data["gpu"]
+
+
+def test_the_leaderboard_shows_names_initials_or_nothing():
+    assert [report.shown_name("ada_lovelace", s) for s in report.LEADERBOARD_NAMES] == ["ada_lovelace", "AL", ""]
+    assert report.initials("grace") == "G"
+
+
+def test_a_folder_that_is_not_a_grading_workspace_is_named_without_a_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "report", str(tmp_path)], capture_output=True,
+                          text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "is not a grading workspace" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_unknown_leaderboard_setting_is_refused(tmp_path):
+    with pytest.raises(report.LadderError, match="--leaderboard"):
+        report.build(tmp_path, leaderboard="surnames")
