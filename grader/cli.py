@@ -178,14 +178,26 @@ def cmd_grade(args) -> int:
                   jobs=args.jobs, cluster_options=parse_options(args.cluster_option or []), retries=args.retries)
     grades = grade(Path(args.submissions), args.assignment, Path(args.workspace),
                    Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None, where=where,
-                   db_url=args.db, progress=not args.no_progress, leaderboard=args.leaderboard)
+                   db_url=args.db, progress=not args.no_progress)
+    class_report(args.workspace, args.assignment, args.db, args.leaderboard)
     return 0 if all(g.error is None for g in grades) else 1
 
 
-def cmd_report(args) -> int:
+def class_report(workspace: str, assignment: str | None, db_url: str | None, leaderboard: str) -> None:
+    """The class report (grader.classgrade.report), built here rather than by `grade` itself: read from the
+    workspace alone, `ladder report` builds the same page again."""
+    from .classgrade.record import Workspace
     from .classgrade.report import build
 
-    print(f"class report: {build(Path(args.workspace), args.assignment, args.db, args.leaderboard)}")
+    ws = Workspace.existing(Path(workspace), assignment, db_url)
+    try:
+        print(f"class report: {build(ws, leaderboard)}")
+    finally:
+        ws.close()
+
+
+def cmd_report(args) -> int:
+    class_report(args.workspace, args.assignment, args.db, args.leaderboard)
     return 0
 
 

@@ -87,6 +87,12 @@ class Workspace:
         self.journal = Journal(self.db_url)
         self._recording_api = None
 
+    @classmethod
+    def existing(cls, folder: Path, assignment: str | None = None, db_url: str | None = None) -> Workspace:
+        """A workspace `ladder grade` graded in, for reading; the assignment may be left out where it holds one."""
+        assignment, notebook = course.graded_assignment(Path(folder).resolve(), assignment)
+        return cls(Path(folder), assignment, notebook, db_url)
+
     def prepare(self, source: dict[str, bytes]) -> None:
         """Generate the assignment into the gradebook; again, after a pause, where another `ladder grade`
         on the same gradebook was generating it at the same moment."""

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING
 
 from ..errors import REASONS, LadderError
 from ..notebooks.check import CellResult, grade_cells
-from . import course
 
 if TYPE_CHECKING:
     from .record import Workspace
@@ -325,23 +324,14 @@ def speed_sections(students: list[Student], rungs: dict[str, list[Rung]], leader
     return sections
 
 
-def build(workspace: Path, assignment: str | None = None, db_url: str | None = None,
-          leaderboard: str = "initials", out: Path | None = None) -> Path:
-    """Write the class report of one assignment graded in `workspace`; return its path."""
+def build(ws: Workspace, leaderboard: str = "initials", out: Path | None = None) -> Path:
+    """Write the class report of the assignment graded in the workspace `ws`; return its path."""
     import jinja2
-
-    from .record import Workspace   # nbconvert's import takes seconds: not for `ladder --help`
 
     if leaderboard not in LEADERBOARD_NAMES:
         raise LadderError(f"--leaderboard {leaderboard!r}: choose one of {', '.join(LEADERBOARD_NAMES)}")
-    workspace = Path(workspace).resolve()
-    assignment, notebook = course.graded_assignment(workspace, assignment)
-    out = (out or workspace / REPORT_NAME).resolve()
-    ws = Workspace(workspace, assignment, notebook, db_url)
-    try:
-        students, not_graded = gather(ws, out.parent)
-    finally:
-        ws.close()
+    out = (out or ws.folder / REPORT_NAME).resolve()
+    students, not_graded = gather(ws, out.parent)
     graded = [s for s in students if s.cells]
     rates = pass_rates(graded)
     gpus = Counter(sp.gpu for s in students for sp in s.speeds)
@@ -349,7 +339,7 @@ def build(workspace: Path, assignment: str | None = None, db_url: str | None = N
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True,
                              undefined=jinja2.StrictUndefined)
     page = env.get_template("report.html.j2").render(
-        assignment=assignment, made=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        assignment=ws.assignment, made=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         students=students, graded=graded, not_graded=not_graded, leaderboard=leaderboard,
         max_score=max((s.max_score for s in students), default=0.0),
         mean_score=statistics.mean(s.score for s in graded) if graded else None,

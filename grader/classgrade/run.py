@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import config
 from ..errors import LadderError
 from ..notebooks.course import SOURCE_DIR, repo_root
-from . import report, task
+from . import task
 from .cluster import RESOURCE, Where, client_for, dashboard
 from .identity import bars_bytes, files_sha256, folder_files, grader_sha256, sha256
 from .job import StudentGrade, StudentJob, StudentResult
@@ -59,7 +59,7 @@ def collect_submissions(submissions: Path, assignment: str, notebook_name: str) 
 
 def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | None = None,
           bars: Path | None = None, where: Where | None = None, db_url: str | None = None, echo=print,
-          progress: bool = True, leaderboard: str = "initials") -> list[StudentGrade]:
+          progress: bool = True) -> list[StudentGrade]:
     where = where or Where()
     source_nb = source_notebook(repo_root(), assignment)
     if bars is not None:
@@ -113,8 +113,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
         ws.close()
     for line in summary(grades):
         echo(line)
-    page = report.build(ws.folder, assignment, db_url, leaderboard)
-    echo(f"grades: {csv_path}\nfeedback: {ws.folder / 'feedback'}\nclass report: {page}")
+    echo(f"grades: {csv_path}\nfeedback: {ws.folder / 'feedback'}")
     return grades
 
 

@@ -57,5 +57,29 @@ def test_a_folder_that_is_not_a_grading_workspace_is_named_without_a_traceback(t
 
 
 def test_an_unknown_leaderboard_setting_is_refused(tmp_path):
-    with pytest.raises(report.LadderError, match="--leaderboard"):
-        report.build(tmp_path, leaderboard="surnames")
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "report", str(tmp_path), "--leaderboard", "surnames"],
+                          capture_output=True, text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 2 and "invalid choice: 'surnames'" in proc.stderr, proc.stderr
+
+
+def _student(name: str, *speeds: report.Speed) -> report.Student:
+    return report.Student(name, 0.0, 15.0, [], {}, list(speeds), {}, None)
+
+
+@pytest.mark.parametrize("setting", report.LEADERBOARD_NAMES)
+def test_each_exercise_gets_its_speeds_against_the_bar_and_its_fastest_kernels_in_order(setting):
+    gpu = "NVIDIA H100 80GB HBM3"
+    class_ = [_student("ada_l", report.Speed("5a", 0.9, 0.75, gpu, True)),
+              _student("bo", report.Speed("5a", 0.6, 0.75, gpu, False), report.Speed("5b", 1.3, 1.1, gpu, True)),
+              _student("cy", report.Speed("5a", 1.0, 0.75, gpu, True))]
+    rungs = {"5a": [report.Rung("naive_5a", 0.2, "NVIDIA H200"), report.Rung("solution", 0.9, gpu)]}
+    sections = {s["exercise"]: s for s in report.speed_sections(class_, rungs, setting)}
+    assert sorted(sections) == ["5a", "5b"]
+    five_a = sections["5a"]
+    assert (five_a["count"], five_a["passed"], five_a["median"], five_a["bar"]) == (3, 2, 0.9, 0.75)
+    assert [r.name for r in five_a["rungs"]] == ["solution"]   # the rungs measured on the class's GPU
+    assert [r["speedup"] for r in five_a["leaders"]] == [1.0, 0.9, 0.6]
+    assert [r["who"] for r in five_a["leaders"]] == {"names": ["cy", "ada_l", "bo"], "initials": ["C", "AL", "B"],
+                                                      "none": ["", "", ""]}[setting]
+    assert five_a["figure"].startswith("data:image/png;base64,")
+    assert sections["5b"]["rungs"] == []
