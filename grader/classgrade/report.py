@@ -211,7 +211,8 @@ def pass_rate_figure(rates: list[dict]) -> str:
 
     fig, ax = _figure(7, 0.35 * len(rates) + 1.0)
     reasons = sorted({r for row in rates for r, _ in row["reasons"]})
-    colours = dict(zip(reasons, plt.get_cmap("tab20").colors))
+    others = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 2]   # tab10's green is "pass"
+    colours = {reason: others[i % len(others)] for i, reason in enumerate(reasons)}
     names = [row["cell"] for row in rates][::-1]
     left = [0.0] * len(names)
     passed = [row["pass_pct"] for row in rates][::-1]
@@ -297,7 +298,8 @@ def groups(students: list[Student], integrity: bool) -> list[dict]:
                                                 "message": s.messages.get(c.grade_id, "")})
     order = {c.grade_id: i for s in students for i, c in enumerate(s.cells)}   # the notebook's order
     key = (lambda kv: (kv[0][1], order[kv[0][0]])) if integrity else (lambda kv: (order[kv[0][0]], -len(kv[1])))
-    return [{"cell": gid, "reason": reason, "meaning": REASONS.get(reason, ""), "students": members}
+    return [{"cell": gid, "reason": reason, "meaning": REASONS.get(reason, ""), "students": members,
+             "messages": Counter(m["message"] for m in members).most_common(3)}
             for (gid, reason), members in sorted(found.items(), key=key)]
 
 

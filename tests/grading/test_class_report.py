@@ -83,3 +83,18 @@ def test_each_exercise_gets_its_speeds_against_the_bar_and_its_fastest_kernels_i
                                                       "none": ["", "", ""]}[setting]
     assert five_a["figure"].startswith("data:image/png;base64,")
     assert sections["5b"]["rungs"] == []
+
+
+def test_why_a_student_was_not_graded_is_kept_for_the_report_until_a_run_grades_them(tmp_path):
+    from grader.classgrade.job import StudentGrade
+    from grader.classgrade.record import Workspace
+
+    ws = Workspace(tmp_path / "ws", "01_vector_add", "01_vector_add.ipynb")
+    try:
+        ws.record_not_graded([StudentGrade("ada", 0.0, 0.0, {}, None, "not graded: the worker died 3 time(s)"),
+                              StudentGrade("bo", 3.0, 15.0, {"napkin-test": (1.0, 1.0)}, None)])
+        assert ws.not_graded() == {"ada": "not graded: the worker died 3 time(s)"}
+        ws.record_not_graded([StudentGrade("ada", 3.0, 15.0, {}, None)])
+        assert ws.not_graded() == {}
+    finally:
+        ws.close()

@@ -313,7 +313,7 @@ def test_the_class_report_opens_in_chromium_with_every_figure_and_link(graded, t
     assert not problems, problems
     assert len(images) >= 3, images   # the scores, the pass rates, the time per student
     for alt, complete, width, height, src in images:
-        assert complete and width > 0 and height > 0 and src == "data:image/png;base64", (alt, src)
+        assert complete and width > 0 and height > 0 and src == "data:image/png;base64,", (alt, src)
     assert links, "no feedback page is linked"
     for href in links:
         url = urlparse(href)
