@@ -40,7 +40,7 @@ LEADERBOARD_SIZE = 10
 # The calibration runs behind bars.toml (assets/results/calibrate*.py write them), beside the package as the
 # recorded profiles are (grader.profiling.recorded); an installed copy without them shows no rungs.
 RESULTS = Path(__file__).resolve().parents[2] / "assets" / "results"
-CALIBRATIONS = "*/*calibration*.json"
+CALIBRATIONS = "**/*calibration*.json"
 
 # The first and last lines of a speed cell's report (grader.harness.results.SpeedResult.report), in the
 # cell's output when it passed and in its error when it missed the bar.
@@ -107,8 +107,8 @@ def shown_name(name: str, setting: str) -> str:
 
 
 def recorded_rungs(root: Path = RESULTS) -> dict[str, list[Rung]]:
-    """bar key -> the rungs calibrated for it (assets/results/*/: each rung's speed-ups over its runs)."""
-    found: dict[str, dict[str, Rung]] = defaultdict(dict)
+    """bar key -> the rungs calibrated for it, on each GPU (assets/results/: each rung's speed-ups over its runs)."""
+    found: dict[str, dict[tuple[str, str], Rung]] = defaultdict(dict)
     for path in sorted(root.glob(CALIBRATIONS)):
         try:
             data = json.loads(path.read_text())
@@ -120,7 +120,8 @@ def recorded_rungs(root: Path = RESULTS) -> dict[str, list[Rung]]:
                 continue
             label = re.search(r"\(([^()]+)\)\s*$", rung.get("rung", ""))
             name = label[1] if label else rung.get("rung", "?")
-            found[rung["bar_key"]].setdefault(name, Rung(name, statistics.median(speedups), data.get("gpu", "?")))
+            gpu = data.get("gpu", "?")
+            found[rung["bar_key"]].setdefault((name, gpu), Rung(name, statistics.median(speedups), gpu))
     return {key: list(rungs.values()) for key, rungs in found.items()}
 
 
