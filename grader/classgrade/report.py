@@ -233,8 +233,8 @@ def speed_figure(exercise: str, speeds: list[Speed], rungs: list[Rung]) -> str:
     fig, ax = _figure(7, 2.4)
     values = [s.speedup for s in speeds]
     bar = speeds[0].bar
-    ax.scatter(values, [0.0] * len(values), s=60, alpha=0.6, color=["#59a14f" if s.passed else "#e15759"
-                                                                      for s in speeds], zorder=3)
+    rows = [0.1 * (i % 5) - 0.2 for i in range(len(values))]   # a little apart, so that equal speeds both show
+    ax.scatter(values, rows, s=60, alpha=0.6, color=["#59a14f" if s.passed else "#e15759" for s in speeds], zorder=3)
     ax.axvline(bar, color="black", lw=2)
     ax.annotate(f"bar {bar:.2f}x", (bar, 0.85), textcoords="offset points", xytext=(4, 0), fontsize=8)
     for i, rung in enumerate(rungs):
@@ -242,8 +242,13 @@ def speed_figure(exercise: str, speeds: list[Speed], rungs: list[Rung]) -> str:
         ax.annotate(f"{rung.name} {rung.speedup:.2f}x", (rung.speedup, 0.65 - 0.2 * (i % 4)),
                     textcoords="offset points", xytext=(4, 0), fontsize=7, color="#555555")
     everything = values + [bar] + [r.speedup for r in rungs]
-    if min(everything) > 0 and max(everything) / min(everything) > 20:
+    lo, hi = min(everything), max(everything)
+    if lo > 0 and hi / lo > 20:
         ax.set_xscale("log")
+        ax.set_xlim(lo / 1.3, hi * 1.3)
+    else:
+        pad = 0.08 * (hi - lo) or 0.1 * hi or 1.0
+        ax.set_xlim(lo - pad, hi + 2 * pad)   # room on the right for the last line's label
     ax.set_ylim(-0.5, 1.0)
     ax.set_yticks([])
     ax.set_xlabel(f"{exercise}: speed-up over the baseline (x)")
