@@ -2,8 +2,8 @@
 
 Everything on it is read back from what `ladder grade` left in the workspace; nothing is measured again:
 the scores from nbgrader's gradebook, each graded cell's verdict and reason from the autograded notebook
-(grader.notebooks.check.grade_cells, the rules `ladder check --json` uses), each speed from the speed
-cell's own report (grader.harness.results.SpeedResult.report), the run from the journal
+(grader.notebooks.check.grade_cells, the rules `ladder check --json` uses), each speed from the record
+a speed cell's report ends with (grader.harness.results.SpeedResult.as_record), the run from the journal
 (grader.classgrade.journal) and the record of students not graded (grader.classgrade.record). The recorded
 rungs a speed is set beside are the calibration runs kept in assets/results/*/ (`calibrate.py`).
 
@@ -42,12 +42,6 @@ LEADERBOARD_SIZE = 10
 RESULTS = Path(__file__).resolve().parents[2] / "assets" / "results"
 CALIBRATIONS = "**/*calibration*.json"
 
-# The first and last lines of a speed cell's report (grader.harness.results.SpeedResult.report), in the
-# cell's output when it passed and in its error when it missed the bar.
-_SPEED_HEAD = re.compile(r"^[✓✗] (?P<key>\S+) speed, .*\(bar (?P<bar>[0-9.]+)x", re.M)
-_SPEED_TAIL = re.compile(r"^\s*speedup (?P<speedup>[0-9.]+)x\s+\(.*; (?P<gpu>[^;]*)\)\s*$", re.M)
-
-
 @dataclass
 class Speed:
     exercise: str       # the bar's key, as in bars.toml
@@ -55,6 +49,7 @@ class Speed:
     bar: float
     gpu: str
     passed: bool
+    throttled: bool = False   # the SM clock was held down (heat or power) while it was timed
 
 
 @dataclass
@@ -86,15 +81,14 @@ class Rung:
     gpu: str
 
 
-def speed_of(cell) -> Speed | None:
-    """The speed a speed cell reported, from its outputs (stdout when it passed, the error when it did not)."""
-    text = "\n".join(o.get("text", "") if o.get("output_type") == "stream" else o.get("evalue", "")
-                     for o in cell.get("outputs", []))
-    head, tail = _SPEED_HEAD.search(text), _SPEED_TAIL.search(text)
-    if not head or not tail:
+def speed_from(cell: CellResult) -> Speed | None:
+    """The speed a graded cell's check measured: the `[speed: {...}]` record its report ends with, passed or not,
+    as grade_cells reads it for `ladder check --json`."""
+    record = cell.speed
+    if not record:
         return None
-    speedup, bar = float(tail["speedup"]), float(head["bar"])
-    return Speed(head["key"], speedup, bar, tail["gpu"].strip(), speedup >= bar)
+    return Speed(record["key"], float(record["ratio"]), float(record["bar"]), record.get("gpu") or "?",
+                 bool(record["passed"]), bool(record.get("throttled")))
 
 
 def initials(name: str) -> str:
@@ -139,9 +133,7 @@ def _student(ws: Workspace, name: str, score: float, max_score: float, report_di
                 continue
             if cell.get("id"):
                 ids[gid] = cell["id"]
-            speed = speed_of(cell)
-            if speed is not None:
-                speeds.append(speed)
+        speeds = [speed for speed in map(speed_from, cells) if speed is not None]
         for c in cells:
             if c.error:
                 messages[c.grade_id] = next((line for line in (c.error.get("evalue") or "").splitlines()
@@ -328,7 +320,7 @@ def speed_sections(students: list[Student], rungs: dict[str, list[Rung]], leader
             "passed": sum(sp.passed for sp in speeds), "median": statistics.median(sp.speedup for sp in speeds),
             "figure": speed_figure(exercise, speeds, shown), "rungs": shown,
             "leaders": [{"rank": i + 1, "who": shown_name(s.name, leaderboard), "speedup": sp.speedup,
-                         "passed": sp.passed} for i, (s, sp) in enumerate(fastest)]})
+                         "passed": sp.passed, "throttled": sp.throttled} for i, (s, sp) in enumerate(fastest)]})
     return sections
 
 

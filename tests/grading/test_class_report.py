@@ -22,17 +22,31 @@ def _speed_result(candidate_ms: float, bar: float) -> SpeedResult:
                        flops=2 * 4096 ** 3, ceiling_name="fp16_tflops", ceiling_value=676.0, baseline_name="torch.mm")
 
 
+def _graded_cell(grade_id: str, outputs: list[dict]):
+    from nbformat.v4 import new_code_cell, new_output
+
+    cell = new_code_cell("ch05.check_matmul_speed(matmul)", outputs=[new_output(**o) for o in outputs])
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": grade_id, "points": 2}
+    return cell
+
+
 def test_a_speed_cell_is_read_back_from_its_own_report_passed_or_below_the_bar():
+    from nbformat.v4 import new_notebook
+
+    from grader.notebooks.check import grade_cells
+
     passed = _speed_result(1.25, 0.75)      # 0.80x
     below = _speed_result(2.0, 0.75)        # 0.50x
-    cell_passed = {"outputs": [{"output_type": "stream", "name": "stdout", "text": passed.report() + "\n"}]}
-    cell_below = {"outputs": [{"output_type": "error", "ename": "CheckFailed",
-                               "evalue": below.report() + "\nNeeds at least 0.75x torch.mm.\n[reason: below-bar]"}]}
-    got = report.speed_of(cell_passed)
-    assert (got.exercise, got.speedup, got.bar, got.passed, got.gpu) == ("5a", 0.8, 0.75, True, "NVIDIA H100 80GB HBM3")
-    got = report.speed_of(cell_below)
-    assert (got.exercise, got.speedup, got.passed) == ("5a", 0.5, False)
-    assert report.speed_of({"outputs": [{"output_type": "stream", "name": "stdout", "text": "✓ correct\n"}]}) is None
+    nb = new_notebook(cells=[
+        _graded_cell("passed", [{"output_type": "stream", "name": "stdout", "text": passed.report() + "\n"}]),
+        _graded_cell("below", [{"output_type": "error", "ename": "CheckFailed", "traceback": [],
+                                "evalue": below.report() + "\nNeeds at least 0.75x torch.mm.\n[reason: below-bar]"}]),
+        _graded_cell("unmeasured", [{"output_type": "stream", "name": "stdout", "text": "correct\n"}])])
+    got = [report.speed_from(c) for c in grade_cells(nb)]
+    assert (got[0].exercise, got[0].speedup, got[0].bar, got[0].passed, got[0].gpu) == (
+        "5a", 0.8, 0.75, True, "NVIDIA H100 80GB HBM3")
+    assert (got[1].exercise, got[1].speedup, got[1].passed) == ("5a", 0.5, False)
+    assert got[2] is None
 
 
 def test_the_recorded_rungs_are_the_medians_of_their_calibration_runs():
