@@ -284,6 +284,7 @@ def cmd_grade(args) -> int:
                    Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None, where=where,
                    db_url=args.db, progress=not args.no_progress,
                    cells_csv=Path(args.csv_cells) if args.csv_cells else None)
+    class_report(args.workspace, args.assignment, args.db, args.leaderboard)
     return 0 if all(g.error is None for g in grades) else 1
 
 
@@ -302,6 +303,30 @@ def hide_library_warnings() -> None:
     models, deprecations, ResourceWarnings at exit): out of the instructor's console for the rest of this
     process, its exit included, unless `--verbose` asks for them."""
     warnings.simplefilter("ignore")
+
+
+def class_report(workspace: str, assignment: str | None, db_url: str | None, leaderboard: str) -> None:
+    """The class report (grader.classgrade.report), built here rather than by `grade` itself: read from the
+    workspace alone, `ladder report` builds the same page again."""
+    from .classgrade.record import Workspace
+    from .classgrade.report import build
+
+    ws = Workspace.existing(Path(workspace), assignment, db_url)
+    try:
+        print(f"class report: {build(ws, leaderboard)}")
+    finally:
+        ws.close()
+
+
+def cmd_report(args) -> int:
+    class_report(args.workspace, args.assignment, args.db, args.leaderboard)
+    return 0
+
+
+def leaderboard_names() -> tuple[str, ...]:
+    from .classgrade.report import LEADERBOARD_NAMES
+
+    return LEADERBOARD_NAMES
 
 
 def archs_names() -> tuple[str, ...]:
@@ -429,6 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-progress", action="store_true", help="no progress bar (logs, CI)")
     g.add_argument("--verbose", action="store_true",
                    help="show the libraries' own warnings (SQLAlchemy, nbgrader) too; hidden by default")
+    g.add_argument("--leaderboard", choices=leaderboard_names(), default="initials",
+                   help="who the class report's leaderboards name: names, initials (the default) or none")
     where = g.add_mutually_exclusive_group()
     where.add_argument("--isolated", action="store_true",
                        help="check graded cells in fresh processes, out of the notebook's reach (the default; "
@@ -437,6 +464,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run graded cells in each notebook's own kernel instead (faster, but a notebook that "
                             "patches the grader or the timer can fool it)")
     g.set_defaults(func=cmd_grade)
+
+    rep = sub.add_parser("report", help="build the class report of a graded assignment again (WORKSPACE/report.html: "
+                                        "where the class stands, speed, leaderboards, who needs help, integrity, the run)")
+    rep.add_argument("workspace", nargs="?", default="grading", help="the folder `ladder grade` graded in (default: grading/)")
+    rep.add_argument("--assignment", help="which assignment (default: the workspace's only one)")
+    rep.add_argument("--db", metavar="URL", help="the gradebook's database, as given to `ladder grade --db`")
+    rep.add_argument("--leaderboard", choices=leaderboard_names(), default="initials",
+                     help="who the leaderboards name: names, initials (the default) or none")
+    rep.set_defaults(func=cmd_report)
     return p
 
 

@@ -20,6 +20,24 @@ def sqlite_url(workspace: Path) -> str:
     return f"sqlite:///{workspace / 'gradebook.db'}"
 
 
+def graded_assignment(workspace: Path, assignment: str | None = None) -> tuple[str, str]:
+    """(assignment, notebook file name) of a grading workspace, from its source/ folder; the assignment may be
+    left out where the workspace holds one."""
+    source = workspace / "source"
+    folders = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
+    if not folders:
+        raise LadderError(f"{workspace} is not a grading workspace (no source/ assignment in it): give the folder "
+                          "`ladder grade --workspace` graded in")
+    if assignment is None:
+        if len(folders) > 1:
+            raise LadderError(f"{workspace} holds several assignments ({', '.join(folders)}): name one with --assignment")
+        assignment = folders[0]
+    notebooks = sorted((source / assignment).glob("*.ipynb"))
+    if not notebooks:
+        raise LadderError(f"{workspace} has no assignment {assignment!r}; it has {', '.join(folders)}")
+    return assignment, notebooks[0].name
+
+
 def workspace_config(workspace: Path, db_url: str | None = None):
     """nbgrader's configuration for a grading workspace (source/, release/, submitted/, autograded/,
     feedback/ under `workspace`; the gradebook at `db_url`, by default gradebook.db there), with this

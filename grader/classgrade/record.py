@@ -87,6 +87,12 @@ class Workspace:
         self.journal = Journal(self.db_url)
         self._recording_api = None
 
+    @classmethod
+    def existing(cls, folder: Path, assignment: str | None = None, db_url: str | None = None) -> Workspace:
+        """A workspace `ladder grade` graded in, for reading; the assignment may be left out where it holds one."""
+        assignment, notebook = course.graded_assignment(Path(folder).resolve(), assignment)
+        return cls(Path(folder), assignment, notebook, db_url)
+
     def prepare(self, source: dict[str, bytes]) -> None:
         """Generate the assignment into the gradebook; again, after a pause, where another `ladder grade`
         on the same gradebook was generating it at the same moment."""
@@ -222,6 +228,19 @@ class Workspace:
                           explanation(self.assignment, self.notebook, reason, detail, max_score))
         return replace(grade, score=0.0, max_score=max_score, cells={}, feedback=page, reason=reason,
                        cell_reasons={})
+
+    def not_graded_path(self) -> Path:
+        return self.folder / f"not-graded-{self.assignment}.json"
+
+    def record_not_graded(self, grades: list[StudentGrade]) -> None:
+        """Keep why each student of this run was not graded (the journal holds only the graded), for the class
+        report to say so when it is built again; a later run that grades them replaces it."""
+        self.not_graded_path().write_text(json.dumps({g.student: g.error for g in grades if g.error}, indent=1))
+
+    def not_graded(self) -> dict[str, str]:
+        """student -> why, for the students the last run did not grade."""
+        path = self.not_graded_path()
+        return json.loads(path.read_text()) if path.is_file() else {}
 
     def export_csv(self, path: Path) -> None:
         from nbgrader.api import Gradebook

@@ -139,6 +139,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
         write_grades(ws, csv_path, grades)
         if cells_csv is not None:
             write_cells(cells_csv.resolve(), grades)
+        ws.record_not_graded(grades)
     finally:
         ws.close()
     for line in summary(grades):

@@ -16,8 +16,11 @@ to tell the students apart.
 import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
+from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +158,167 @@ def test_submitted_tree_layout_is_accepted(tmp_path):
     nb.parent.mkdir(parents=True)
     nb.write_text("{}")
     assert collect_submissions(tmp_path / "submitted", "01_vector_add", "01_vector_add.ipynb") == {"alice": nb}
+
+
+# ------------------------------------------------------------------------------------------- class report
+
+class _Page(HTMLParser):
+    """The class report's tables (rows of cell texts), help and integrity groups, links and images."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self.groups: dict[str, list[tuple[str, list[str]]]] = {"help": [], "integrity": []}
+        self.section = None
+        self._table = self._row = self._cell = None
+        self._group_head: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "h2":
+            self.section = attrs.get("id")
+        elif tag == "table":
+            self._table = self.tables.setdefault(attrs.get("id") or f"table-{len(self.tables)}", [])
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+            self._table.append(self._row)
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+        elif tag == "div" and attrs.get("class") == "group" and self.section in self.groups:
+            self._group_head = []
+            self.groups[self.section].append(("", []))
+        elif tag == "a" and self.section in self.groups and self.groups[self.section]:
+            self.groups[self.section][-1][1].append(attrs["href"])
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self._row.append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "table":
+            self._table = self._row = None
+        elif tag == "b" and self._group_head is not None:
+            head, links = self.groups[self.section][-1]
+            self.groups[self.section][-1] = (" ".join("".join(self._group_head).split()), links)
+            self._group_head = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._group_head is not None:
+            self._group_head.append(data)
+
+
+def _failures(ws) -> dict[tuple[str, str], set[str]]:
+    """(grade_id, reason) -> the students whose autograded cell failed for it, from the `[reason: ...]` line of
+    each failed graded cell's error (or its stderr), read here without the grader's own reading."""
+    import re
+
+    found: dict[tuple[str, str], set[str]] = {}
+    for nb_path in (ws / "autograded").glob("*/01_vector_add/01_vector_add.ipynb"):
+        student = nb_path.parts[-3]
+        for cell in json.loads(nb_path.read_text())["cells"]:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if not meta.get("grade") or cell["cell_type"] != "code":
+                continue
+            errors = [o for o in cell.get("outputs", []) if o["output_type"] == "error"]
+            stderr = [o for o in cell.get("outputs", []) if o.get("name") == "stderr"]
+            if errors:
+                reasons = re.findall(r"\[reason: ([a-z0-9-]+)", errors[0].get("evalue", ""))
+                found.setdefault((meta["grade_id"], reasons[-1] if reasons else "?"), set()).add(student)
+            elif stderr:
+                found.setdefault((meta["grade_id"], "stderr"), set()).add(student)
+    return found
+
+
+def test_the_class_report_agrees_with_grades_csv_and_the_autograded_notebooks(graded):
+    from grader.classgrade.report import INTEGRITY
+
+    ws, proc = graded
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"class report: {ws / 'report.html'}" in proc.stdout
+    page = _Page()
+    page.feed((ws / "report.html").read_text())
+    scores = _scores(ws)
+    text = " ".join((ws / "report.html").read_text().split())
+    assert f"{len(scores)} student(s) in the gradebook, {len(scores)} graded, 0 not graded" in text
+    assert (f"mean {statistics.mean(scores.values()):.1f}, median {statistics.median(scores.values()):g}") in text
+
+    failures = _failures(ws)
+    rows = {row[0]: row for row in page.tables["pass-rates"][1:]}
+    cells = [gid for gid, _ in _cells(ws, STUDENTS[0]).items()]
+    assert sorted(rows) == sorted(cells)
+    for gid in cells:
+        failed = {reason: students for (cell, reason), students in failures.items() if cell == gid}
+        n_failed = sum(len(s) for s in failed.values())
+        assert rows[gid][2] == f"{100 * (len(STUDENTS) - n_failed) / len(STUDENTS):.0f}%", (gid, rows[gid], failed)
+        for reason, students in failed.items():
+            assert f"{100 * len(students) / len(STUDENTS):.0f}% {reason}" in rows[gid][3], (gid, reason, rows[gid])
+
+    def grouped(section):
+        return {head: {href.split("/")[1] for href in links} for head, links in page.groups[section]}
+
+    expected_help = {f"{gid}, {reason}": students for (gid, reason), students in failures.items()
+                     if reason not in INTEGRITY}
+    expected_integrity = {f"{reason} in {gid}": students for (gid, reason), students in failures.items()
+                          if reason in INTEGRITY}
+    assert {head.rsplit(" (", 1)[0]: who for head, who in grouped("help").items()} == expected_help
+    assert {head.rsplit(" (", 1)[0]: who for head, who in grouped("integrity").items()} == expected_integrity
+    if HAS_GPU and "cheater" in STUDENTS:
+        assert expected_integrity.get("library-compute in vector-add-speed") == {"cheater"}
+    if "killer" in STUDENTS:
+        retries = text.split("Retries, and cells whose kernel was lost", 1)[1].split("Not graded", 1)[0]
+        assert "<b>killer</b>" in retries and "kernel died" in retries
+
+
+def _browser():
+    """Chromium from Debian's package, driven by Playwright. CI installs both (.ci/run): there, a missing one
+    fails; elsewhere the test says what to install."""
+    import shutil
+
+    missing = []
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        sync_playwright = None
+        missing.append("Playwright (pip install -e '.[dev]')")
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        missing.append("Chromium (Debian: apt-get install chromium)")
+    if missing and os.environ.get("CI") != "true":
+        pytest.skip(f"no browser to open the report in: install {' and '.join(missing)}")
+    assert not missing, f"CI must have {' and '.join(missing)}: .ci/run installs them"
+    return sync_playwright, chromium
+
+
+def test_the_class_report_opens_in_chromium_with_every_figure_and_link(graded, tmp_path):
+    from urllib.parse import unquote, urlparse
+
+    sync_playwright, chromium = _browser()
+    ws, proc = graded
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = ws / "report.html"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        problems = []
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda exc: problems.append(str(exc)))
+        page.on("requestfailed", lambda r: problems.append(f"{r.url}: {r.failure}"))
+        page.goto(report.as_uri(), wait_until="load")
+        images = page.eval_on_selector_all("img", "els => els.map(e => [e.alt, e.complete, e.naturalWidth, "
+                                                  "e.naturalHeight, e.src.slice(0, 22)])")
+        links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
+        page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        browser.close()
+    assert not problems, problems
+    assert len(images) >= 3, images   # the scores, the pass rates, the time per student
+    for alt, complete, width, height, src in images:
+        assert complete and width > 0 and height > 0 and src == "data:image/png;base64,", (alt, src)
+    assert links, "no feedback page is linked"
+    for href in links:
+        url = urlparse(href)
+        assert url.scheme == "file", href   # nothing on the network
+        target = Path(unquote(url.path))
+        assert target.is_file(), href
+        if url.fragment:
+            assert f'id="{unquote(url.fragment)}"' in target.read_text(), href

@@ -1,0 +1,358 @@
+"""The class report: one self-contained HTML page about one graded assignment (WORKSPACE/report.html).
+
+Everything on it is read back from what `ladder grade` left in the workspace; nothing is measured again:
+the scores from nbgrader's gradebook, each graded cell's verdict and reason from the autograded notebook
+(grader.notebooks.check.grade_cells, the rules `ladder check --json` uses), each speed from the record
+a speed cell's report ends with (grader.harness.results.SpeedResult.as_record), the run from the journal
+(grader.classgrade.journal) and the record of students not graded (grader.classgrade.record). The recorded
+rungs a speed is set beside are the calibration runs kept in assets/results/*/ (`calibrate.py`).
+
+Figures are matplotlib PNGs inlined as base64 and the page comes from a Jinja2 template
+(report.html.j2), so it opens from disk in any browser: no server, no network, no script.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import REASONS, LadderError
+from ..notebooks.check import CellResult, grade_cells
+
+if TYPE_CHECKING:
+    from .record import Workspace
+
+REPORT_NAME = "report.html"
+# The reasons that reject a kernel for how it got its answer or its time, not for a mistake: the
+# Integrity section lists these, the help section the others.
+INTEGRITY = ("kernel-unused", "library-compute", "swallowed-error", "stray-thread", "tampered", "timer-mismatch",
+             "too-fast", "l2-persist")
+LEADERBOARD_NAMES = ("names", "initials", "none")
+LEADERBOARD_SIZE = 10
+# The calibration runs behind bars.toml (assets/results/calibrate*.py write them), beside the package as the
+# recorded profiles are (grader.profiling.recorded); an installed copy without them shows no rungs.
+RESULTS = Path(__file__).resolve().parents[2] / "assets" / "results"
+CALIBRATIONS = "**/*calibration*.json"
+
+@dataclass
+class Speed:
+    exercise: str       # the bar's key, as in bars.toml
+    speedup: float
+    bar: float
+    gpu: str
+    passed: bool
+    throttled: bool = False   # the SM clock was held down (heat or power) while it was timed
+
+
+@dataclass
+class Student:
+    name: str
+    score: float
+    max_score: float
+    cells: list[CellResult]
+    cell_ids: dict[str, str]            # grade_id -> the cell's id (the feedback page's anchor is cell-id=ID)
+    speeds: list[Speed]
+    messages: dict[str, str]            # grade_id -> the first line of a failed cell's error
+    feedback: str | None                # relative to the report
+    seconds: float | None = None
+    worker: str = ""
+    attempts: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    def link(self, grade_id: str | None = None) -> str | None:
+        if self.feedback is None:
+            return None
+        anchor = self.cell_ids.get(grade_id) if grade_id else None
+        return self.feedback + (f"#cell-id={anchor}" if anchor else "")
+
+
+@dataclass
+class Rung:
+    name: str
+    speedup: float      # the median of its calibration runs
+    gpu: str
+
+
+def speed_from(cell: CellResult) -> Speed | None:
+    """The speed a graded cell's check measured: the `[speed: {...}]` record its report ends with, passed or not,
+    as grade_cells reads it for `ladder check --json`."""
+    record = cell.speed
+    if not record:
+        return None
+    return Speed(record["key"], float(record["ratio"]), float(record["bar"]), record.get("gpu") or "?",
+                 bool(record["passed"]), bool(record.get("throttled")))
+
+
+def initials(name: str) -> str:
+    parts = [p for p in re.split(r"[\s_.\-]+", name) if p]
+    return "".join(p[0].upper() for p in parts) or "?"
+
+
+def shown_name(name: str, setting: str) -> str:
+    return {"names": name, "initials": initials(name), "none": ""}[setting]
+
+
+def recorded_rungs(root: Path = RESULTS) -> dict[str, list[Rung]]:
+    """bar key -> the rungs calibrated for it, on each GPU (assets/results/: each rung's speed-ups over its runs)."""
+    found: dict[str, dict[tuple[str, str], Rung]] = defaultdict(dict)
+    for path in sorted(root.glob(CALIBRATIONS)):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for rung in data.get("rungs", []) if isinstance(data.get("rungs"), list) else []:
+            speedups = [r["speedup"] for r in rung.get("runs", []) if isinstance(r.get("speedup"), (int, float))]
+            if not speedups or "bar_key" not in rung:
+                continue
+            label = re.search(r"\(([^()]+)\)\s*$", rung.get("rung", ""))
+            name = label[1] if label else rung.get("rung", "?")
+            gpu = data.get("gpu", "?")
+            found[rung["bar_key"]].setdefault((name, gpu), Rung(name, statistics.median(speedups), gpu))
+    return {key: list(rungs.values()) for key, rungs in found.items()}
+
+
+def _student(ws: Workspace, name: str, score: float, max_score: float, report_dir: Path) -> Student:
+    import nbformat
+
+    path = ws.autograded_path(name)
+    cells, ids, speeds, messages = [], {}, [], {}
+    if path.is_file():
+        nb = nbformat.read(str(path), as_version=4)
+        cells = grade_cells(nb)
+        for cell in nb.cells:
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if not gid:
+                continue
+            if cell.get("id"):
+                ids[gid] = cell["id"]
+        speeds = [speed for speed in map(speed_from, cells) if speed is not None]
+        for c in cells:
+            if c.error:
+                messages[c.grade_id] = next((line for line in (c.error.get("evalue") or "").splitlines()
+                                             if line.strip()), c.error.get("ename", ""))
+            elif c.stderr:
+                messages[c.grade_id] = "wrote to stderr: " + c.stderr.strip().splitlines()[0]
+    feedback = ws.feedback_path(name)
+    link = Path(feedback).relative_to(report_dir).as_posix() if feedback.is_file() else None
+    return Student(name, score, max_score, cells, ids, speeds, messages, link)
+
+
+def gather(ws: Workspace, report_dir: Path) -> tuple[list[Student], dict[str, str]]:
+    """Every student with a submission in the gradebook, and every student not graded -> why."""
+    from nbgrader.api import Gradebook
+
+    students = []
+    with Gradebook(ws.db_url) as gb:
+        rows = [(s.student_id, max(0.0, float(s.score or 0.0) - float(s.late_submission_penalty or 0.0)),
+                 float(s.max_score or 0.0)) for s in gb.assignment_submissions(ws.assignment)]
+    journal = ws.journal.entries(ws.assignment)
+    for name, score, max_score in sorted(rows):
+        student = _student(ws, name, score, max_score, report_dir)
+        entry = journal.get(name)
+        if entry is not None:
+            student.seconds, student.worker, student.attempts = entry.seconds, entry.worker, entry.attempts
+            student.notes = entry.notes
+        students.append(student)
+    not_graded = ws.not_graded()
+    graded = {s.name for s in students if s.name in journal}
+    return students, {name: why for name, why in not_graded.items() if name not in graded}
+
+
+# ----------------------------------------------------------------------------------------------- figures
+
+def _png(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figure(width: float, height: float):
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)   # no display: the figures only go to PNG
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(width, height))
+
+
+def score_figure(students: list[Student]) -> str:
+    fig, ax = _figure(6, 2.6)
+    top = max((s.max_score for s in students), default=1.0) or 1.0
+    scores = [s.score for s in students]
+    bins = [x - 0.5 for x in range(int(top) + 2)] if top <= 40 else 20
+    ax.hist(scores, bins=bins, color="#4878a8", edgecolor="white")
+    ax.set_xlabel(f"score (of {top:g})")
+    ax.set_ylabel("students")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlim(-0.5, top + 0.5)
+    return _png(fig)
+
+
+def pass_rate_figure(rates: list[dict]) -> str:
+    import matplotlib.pyplot as plt
+
+    fig, ax = _figure(7, 0.35 * len(rates) + 1.0)
+    reasons = sorted({r for row in rates for r, _ in row["reasons"]})
+    others = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 2]   # tab10's green is "pass"
+    colours = {reason: others[i % len(others)] for i, reason in enumerate(reasons)}
+    names = [row["cell"] for row in rates][::-1]
+    left = [0.0] * len(names)
+    passed = [row["pass_pct"] for row in rates][::-1]
+    ax.barh(names, passed, color="#59a14f", label="pass")
+    left = passed
+    for reason in reasons:
+        share = [dict(row["reasons"]).get(reason, 0.0) for row in rates][::-1]
+        ax.barh(names, share, left=left, color=colours[reason], label=reason)
+        left = [a + b for a, b in zip(left, share)]
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("% of graded students")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return _png(fig)
+
+
+def speed_figure(exercise: str, speeds: list[Speed], rungs: list[Rung]) -> str:
+    fig, ax = _figure(7, 2.4)
+    values = [s.speedup for s in speeds]
+    bar = speeds[0].bar
+    rows = [0.1 * (i % 5) - 0.2 for i in range(len(values))]   # a little apart, so that equal speeds both show
+    ax.scatter(values, rows, s=60, alpha=0.6, color=["#59a14f" if s.passed else "#e15759" for s in speeds], zorder=3)
+    ax.axvline(bar, color="black", lw=2)
+    ax.annotate(f"bar {bar:.2f}x", (bar, 0.85), textcoords="offset points", xytext=(4, 0), fontsize=8)
+    for i, rung in enumerate(rungs):
+        ax.axvline(rung.speedup, color="#999999", ls="--", lw=1)
+        ax.annotate(f"{rung.name} {rung.speedup:.2f}x", (rung.speedup, 0.65 - 0.2 * (i % 4)),
+                    textcoords="offset points", xytext=(4, 0), fontsize=7, color="#555555")
+    everything = values + [bar] + [r.speedup for r in rungs]
+    lo, hi = min(everything), max(everything)
+    if lo > 0 and hi / lo > 20:
+        ax.set_xscale("log")
+        ax.set_xlim(lo / 1.3, hi * 1.3)
+    else:
+        pad = 0.08 * (hi - lo) or 0.1 * hi or 1.0
+        ax.set_xlim(lo - pad, hi + 2 * pad)   # room on the right for the last line's label
+    ax.set_ylim(-0.5, 1.0)
+    ax.set_yticks([])
+    ax.set_xlabel(f"{exercise}: speed-up over the baseline (x)")
+    return _png(fig)
+
+
+def time_figure(students: list[Student]) -> str:
+    timed = sorted((s for s in students if s.seconds is not None), key=lambda s: -s.seconds)
+    fig, ax = _figure(7, 0.25 * len(timed) + 1.0)
+    ax.barh([s.name for s in timed][::-1], [s.seconds for s in timed][::-1], color="#4878a8")
+    ax.set_xlabel("seconds to grade")
+    ax.tick_params(axis="y", labelsize=8)
+    return _png(fig)
+
+
+# ----------------------------------------------------------------------------------------------- sections
+
+def pass_rates(students: list[Student]) -> list[dict]:
+    """Per graded cell, in notebook order: the share that passed and the share of each reason."""
+    order: list[str] = []
+    outcomes: dict[str, list[str | None]] = defaultdict(list)
+    points: dict[str, float] = {}
+    for s in students:
+        for c in s.cells:
+            if c.grade_id not in outcomes:
+                order.append(c.grade_id)
+            points[c.grade_id] = c.max_points
+            outcomes[c.grade_id].append(None if c.points == c.max_points else c.reason or "failed")
+    rates = []
+    for gid in order:
+        seen = outcomes[gid]
+        reasons = Counter(r for r in seen if r is not None)
+        pct = 100 * sum(r is None for r in seen) / len(seen)
+        rates.append({"cell": gid, "points": points[gid], "students": len(seen), "pass_pct": pct,
+                      "reasons": [(r, 100 * n / len(seen)) for r, n in reasons.most_common()],
+                      "line": f"{gid}: {pct:.0f}% pass" + "".join(
+                          f"{'; ' if i == 0 else ', '}{100 * n / len(seen):.0f}% {r}"
+                          for i, (r, n) in enumerate(reasons.most_common()))})
+    return rates
+
+
+def groups(students: list[Student], integrity: bool) -> list[dict]:
+    """Students who failed the same cell for the same reason, each with a link to that cell's feedback."""
+    found: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for s in students:
+        for c in s.cells:
+            if c.points == c.max_points:
+                continue
+            reason = c.reason or "failed"
+            if (reason in INTEGRITY) != integrity:
+                continue
+            found[(c.grade_id, reason)].append({"name": s.name, "link": s.link(c.grade_id),
+                                                "message": s.messages.get(c.grade_id, "")})
+    order = {c.grade_id: i for s in students for i, c in enumerate(s.cells)}   # the notebook's order
+    key = (lambda kv: (kv[0][1], order[kv[0][0]])) if integrity else (lambda kv: (order[kv[0][0]], -len(kv[1])))
+    return [{"cell": gid, "reason": reason, "meaning": REASONS.get(reason, ""), "students": members,
+             "messages": Counter(m["message"] for m in members).most_common(3)}
+            for (gid, reason), members in sorted(found.items(), key=key)]
+
+
+def speed_sections(students: list[Student], rungs: dict[str, list[Rung]], leaderboard: str) -> list[dict]:
+    by_exercise: dict[str, list[tuple[Student, Speed]]] = defaultdict(list)
+    for s in students:
+        for sp in s.speeds:
+            by_exercise[sp.exercise].append((s, sp))
+    sections = []
+    for exercise in sorted(by_exercise):
+        measured = by_exercise[exercise]
+        speeds = [sp for _, sp in measured]
+        gpus = sorted({sp.gpu for sp in speeds})
+        recorded = rungs.get(exercise, [])
+        same_gpu = [r for r in recorded if any(r.gpu in g or g in r.gpu for g in gpus)]
+        shown = same_gpu or recorded
+        fastest = sorted(measured, key=lambda m: -m[1].speedup)[:LEADERBOARD_SIZE]
+        sections.append({
+            "exercise": exercise, "bar": speeds[0].bar, "gpus": gpus, "count": len(speeds),
+            "passed": sum(sp.passed for sp in speeds), "median": statistics.median(sp.speedup for sp in speeds),
+            "figure": speed_figure(exercise, speeds, shown), "rungs": shown,
+            "leaders": [{"rank": i + 1, "who": shown_name(s.name, leaderboard), "speedup": sp.speedup,
+                         "passed": sp.passed, "throttled": sp.throttled} for i, (s, sp) in enumerate(fastest)]})
+    return sections
+
+
+def build(ws: Workspace, leaderboard: str = "initials", out: Path | None = None) -> Path:
+    """Write the class report of the assignment graded in the workspace `ws`; return its path."""
+    import jinja2
+
+    if leaderboard not in LEADERBOARD_NAMES:
+        raise LadderError(f"--leaderboard {leaderboard!r}: choose one of {', '.join(LEADERBOARD_NAMES)}")
+    out = (out or ws.folder / REPORT_NAME).resolve()
+    students, not_graded = gather(ws, out.parent)
+    graded = [s for s in students if s.cells]
+    rates = pass_rates(graded)
+    gpus = Counter(sp.gpu for s in students for sp in s.speeds)
+    timed = [s.seconds for s in students if s.seconds is not None]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    page = env.get_template("report.html.j2").render(
+        assignment=ws.assignment, made=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        students=students, graded=graded, not_graded=not_graded, leaderboard=leaderboard,
+        max_score=max((s.max_score for s in students), default=0.0),
+        mean_score=statistics.mean(s.score for s in graded) if graded else None,
+        median_score=statistics.median(s.score for s in graded) if graded else None,
+        score_figure=score_figure(graded) if graded else None, rates=rates,
+        rate_figure=pass_rate_figure(rates) if rates else None,
+        speeds=speed_sections(graded, recorded_rungs(), leaderboard),
+        help=groups(graded, integrity=False), integrity=groups(graded, integrity=True),
+        gpus=gpus, workers=sorted({s.worker for s in students if s.worker}),
+        timed=len(timed), median_seconds=statistics.median(timed) if timed else None,
+        total_seconds=sum(timed), longest=max(timed) if timed else None,
+        time_figure=time_figure(students) if timed else None,
+        retried=[s for s in students if s.attempts > 1 or s.notes])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return out
