@@ -47,7 +47,9 @@ from ..harness.exercise import (
     check_correctness,
     check_speed,
 )
+from ..harness.kernel_time import KernelTime
 from ..harness.quiet import captured_stderr
+from ..isolation.foreign import short
 
 RECORDED = Path(__file__).resolve().parents[2] / "assets" / "results" / "ch08-h100"
 RECORDED_GPU = "NVIDIA H100 80GB HBM3"
@@ -347,12 +349,51 @@ def check_block(block, sizes=None, trials: int = 2):
 
 
 def check_block_speed(block) -> SpeedResult:
-    """The block at SPEED_SIZE against torch eager (bar "8b"); torch.compile reported."""
+    """The block at SPEED_SIZE against torch eager (bar "8b"), then its fusion, judged from the device
+    trace of the timed calls (`require_fused`); torch.compile reported."""
     fn = as_learner(block)
     if not gpu_or_reason()[0]:
         # Nothing to time, but a stub or a broken block should say so rather than only "no GPU".
         check_correctness(BLOCK, fn, CPU_SIZES[:1], trials=1, verbose=False)
-    return check_speed(BLOCK, fn, "8b")
+    result = check_speed(BLOCK, fn, "8b")
+    if result is not None:   # timed on a GPU: the trace of the timed calls is there to judge
+        require_fused(result.kernels)
+    return result
+
+
+# ------------------------------------------------------------------ fusion, from the device trace
+
+# The block's seven ops, each one of the learner's kernels once the glue is fused into them: two
+# add_rmsnorm (a residual add and its norm), the QKV projection, attention, the output projection, the
+# MLP's first matmul with the bias and GELU in its epilogue, and the down projection. The speed bar alone
+# cannot tell this apart from the same kernels unfused: an add kernel before each norm and a bias + GELU
+# kernel after the matmul, ten launches, measured 1.16-1.18x eager against the bar of 1.1
+# (assets/results/ch08-h100/calibration-unfused.json). Each unfused piece of glue is one more launch and
+# one more round trip of the activations through memory, so the count is what the chapter teaches, read
+# from the trusted trace. (Copies between the ops, to split and merge the heads, are torch's, not the
+# learner's kernels, and do not count.)
+FUSED_LAUNCHES = 7
+
+
+def require_fused(kernels: KernelTime | None) -> None:
+    """8b's fusion: the learner's kernels launched per call of the block, from the device trace of the
+    timed calls (grader.harness.kernel_time), at most FUSED_LAUNCHES. Without a trace there is nothing to
+    grade the fusion by, and the cell says why rather than passing."""
+    if kernels is None or kernels.note is not None:
+        why = kernels.note if kernels is not None else "no device trace"
+        raise CheckFailed(f"8b: the block's fusion is graded from the device trace of its calls, and there was "
+                          f"none ({why}).")
+    launches = round(kernels.launches)
+    if launches <= FUSED_LAUNCHES:
+        print(f"✓ 8b fusion: {launches} launches of your kernels per call (the block's {FUSED_LAUNCHES} ops, "
+              "each with its glue fused in)")
+        return
+    listed = ", ".join(f"{short(r.name)} ×{r.launches:.3g}" for r in kernels.rows)
+    raise CheckFailed(
+        f"8b: your block launched {launches} of your kernels per call ({listed}); fused, it is "
+        f"{FUSED_LAUNCHES}: two add_rmsnorm, four projections (the MLP's first with its bias and GELU in the "
+        "epilogue, matmul_bias_act) and attention. Each extra launch is glue that goes through memory on its "
+        "own: fuse each residual add into its norm and the bias and GELU into the matmul.", reason="not-fused")
 
 
 # ================================================================== profiling the block (not graded)
