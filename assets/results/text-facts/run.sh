@@ -9,7 +9,8 @@
 #              speed is recorded beside it)
 #   traffic    Nsight Compute's DRAM bytes and L2 hit rate for 7a's solution and torch.softmax at 4,096 x 32,000
 #   cells      chapter 7's worked reductions (Harris's rungs, the butterfly) and chapter 8's host-bound
-#              block (CUDA graphs, reduce-overhead) at B = 16, printed from the executed notebooks
+#              block (CUDA graphs, reduce-overhead) at B = 16, printed from the executed notebooks; and
+#              Nsight Systems' summaries of the eager block at B = 16 (nsys-b16.txt, with b16.nsys-rep)
 #   fusion     chapter 8's GPU tests: the unfused block refused for its launch count, on the direct path,
 #              and the exploit entry `unfused_block` on both paths
 #   check      nbval over chapters 7 and 8's solution notebooks, then `ladder check` of each (full marks)
@@ -54,6 +55,12 @@ if want cells; then
   pack
   python3 assets/results/run_notebook.py solutions/08_should_you_write_it/08_should_you_write_it.ipynb "$dest" \
     host-measure block-speed 2>&1 | tail -40 | tee "$dest/host-bound.txt"
+  nsys_bin=$(command -v nsys || echo /usr/local/cuda/bin/nsys)
+  timeout 120 "$nsys_bin" profile -t cuda,osrt -o "$dest/b16" --force-overwrite true \
+    python3 "$here/host_bound_block.py" > "$dest/nsys-b16.txt" 2>&1
+  timeout 60 "$nsys_bin" stats --report cuda_api_sum,cuda_gpu_kern_sum "$dest/b16.nsys-rep" 2>&1 | head -60 \
+    >> "$dest/nsys-b16.txt"
+  rm -f "$dest/b16.sqlite"
   pack
   stamp cells
 fi
