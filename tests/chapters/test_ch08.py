@@ -244,6 +244,12 @@ def test_fusion_without_a_trace_fails_and_says_why():
         ch08.require_fused(None)
 
 
+@pytest.mark.skipif(HAS_GPU, reason="the message of a machine without a GPU")
+def test_host_bound_cell_without_a_gpu_says_where_the_figures_come_from(capsys):
+    assert ch08.measure_host_bound() is None
+    assert "text-facts/run.sh records it on an H100" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------------ GPU
 
 @pytest.mark.gpu
