@@ -7,7 +7,8 @@
 #              solution must pass, the unfused rung must fail) and bar 8b against the same baseline (the
 #              solution must pass; the unfused rung is graded by its launch count, `fusion` below, and its
 #              speed is recorded beside it)
-#   traffic    Nsight Compute's DRAM bytes and L2 hit rate for 7a's solution and torch.softmax at 4,096 x 32,000
+#   traffic    7a at 4,096 x 32,000: the solution, the row held on chip (shared memory) and torch.softmax,
+#              timed (softmax-on-chip.txt), then Nsight Compute's DRAM bytes and L2 hit rate for each
 #   cells      chapter 7's worked reductions (Harris's rungs, the butterfly) and chapter 8's host-bound
 #              block (CUDA graphs, reduce-overhead) at B = 16, printed from the executed notebooks; and
 #              Nsight Systems' summaries of the eager block at B = 16 (nsys-b16.txt, with b16.nsys-rep)
@@ -41,7 +42,8 @@ if want bars; then
 fi
 if want traffic; then
   ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-  for which in solution torch; do
+  python3 "$here/softmax_traffic.py" time 2>&1 | tail -6 | tee "$dest/softmax-on-chip.txt"
+  for which in solution on_chip torch; do
     timeout 180 "$ncu_bin" --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum \
       --kernel-name regex:'softmax|SoftMax' --launch-skip 2 --launch-count 1 --csv \
       python3 "$here/softmax_traffic.py" "$which" 2>&1 | tail -8 | tee "$dest/traffic-$which.csv"
