@@ -15,6 +15,9 @@
 #   fusion     chapter 8's GPU tests: the unfused block refused for its launch count, on the direct path,
 #              and the exploit entry `unfused_block` on both paths
 #   check      nbval over chapters 7 and 8's solution notebooks, then `ladder check` of each (full marks)
+# Not in the default (about 3 more minutes), for `assets/profiles/H100/`:
+#   rungs      Nsight Compute's signature of every rung of 7a and 7b (assets/results/issue16/record_profiles.py):
+#              merge rungs/profiles/H100/7a, 7b and their index.json entries into assets/profiles/H100/
 # Everything lands in "$OUT/text-facts" and is tarred into "$OUT/text-facts.tar.gz" after each step, so a
 # run cut short still returns what it finished.
 set -uo pipefail
@@ -83,4 +86,10 @@ if want check; then
   done
   pack
   stamp check
+fi
+if want rungs; then
+  python3 assets/results/issue16/record_profiles.py --out "$dest/rungs" --only 7a,7b 2>&1 | tee "$dest/rungs.md"
+  rm -rf "$dest/rungs/notebooks" "$dest/rungs/raw"
+  pack
+  stamp rungs
 fi
