@@ -39,6 +39,7 @@ REASONS = {
     "not-fused": "a block launched more of the learner's kernels per call than its ops fused need (device trace)",
     "below-bar": "correct, but slower than the exercise's pass bar",
     "not-gradable": "the speed bar is out of reach of any correct kernel on this GPU (scored by LADDER_UNGRADABLE)",
+    "unchecked": "a check the verdict rests on could not run on this machine (scored by LADDER_UNCHECKED)",
     "memory": "the launch allocated more memory than the exercise allows",
     "stderr": "a graded cell wrote to stderr",
     "not-run": "the cell never ran: an earlier cell stopped the notebook or it timed out first",
