@@ -235,13 +235,18 @@ def test_fusion_passes_the_fused_block_and_fails_the_unfused_one_for_its_reason(
     assert exc.value.reason == "not-fused"
 
 
-def test_fusion_without_a_trace_fails_and_says_why():
+def test_fusion_without_a_trace_is_unchecked_and_scored_by_the_policy(monkeypatch, capsys):
     from grader.harness.kernel_time import KernelTime
 
-    with pytest.raises(CheckFailed, match="graded from the device trace.*CUPTI unavailable"):
+    monkeypatch.setenv("LADDER_UNCHECKED", "zero")
+    with pytest.raises(CheckFailed, match="kernel launches in the device trace could not run.*CUPTI unavailable") as exc:
         ch08.require_fused(KernelTime.untraced("CUPTI unavailable"))
+    assert exc.value.reason == "unchecked"
     with pytest.raises(CheckFailed, match="no device trace"):
         ch08.require_fused(None)
+    monkeypatch.setenv("LADDER_UNCHECKED", "full")
+    ch08.require_fused(None)
+    assert "LADDER_UNCHECKED=full" in capsys.readouterr().out
 
 
 @pytest.mark.skipif(HAS_GPU, reason="the message of a machine without a GPU")
