@@ -2,11 +2,11 @@
 
 Exercises
 - 7.0  napkin math: the bytes a row softmax must move, and the bytes of a three-pass kernel (CPU-checkable)
-- 7.1  `occupancy(threads, registers, shared, arch)`: resident blocks per SM and the occupancy they give,
+- 7.1  `combine(a, b)`: merge two partial online-softmax statistics (max, sum of exponentials)
+       (CPU-checkable)
+- 7.2  `occupancy(threads, registers, shared, arch)`: resident blocks per SM and the occupancy they give,
        from a launch's resources and an architecture's limits (CPU-checkable; on a GPU the notebook
        compares it with the CUDA driver's own calculation for the learner's kernel)
-- 7.2  `combine(a, b)`: merge two partial online-softmax statistics (max, sum of exponentials)
-       (CPU-checkable)
 - 7a   `softmax(x, out)`: row softmax, fp32, CUDA C through CuPy, any row length. Speed bar vs
        `torch.softmax` (bars.toml "7a")
 - 7b   `add_rmsnorm(x, residual, weight, out, residual_out)`: residual_out = x + residual, and
@@ -305,7 +305,7 @@ def check_napkin_math(softmax_bytes, three_pass_bytes) -> None:
     print("✓ 7.0 napkin math: a three-pass softmax moves 2x the bytes a one-read kernel must")
 
 
-# ================================================================== 7.1: occupancy
+# ================================================================== 7.2: occupancy
 
 @dataclass(frozen=True)
 class Occupancy:
@@ -323,21 +323,24 @@ SHARED_UNIT = 128            # shared memory is handed to a block in units of 12
 
 
 def occupancy_reference(threads: int, registers: int, shared: int, arch: Arch) -> Occupancy:
-    """The answer key of 7.1: each limit on resident blocks per SM, the smallest of them, the occupancy.
+    """The answer key of 7.2: each limit on resident blocks per SM, the smallest of them, the occupancy.
 
     - threads: floor(max threads per SM / (warps per block * 32));
     - blocks: the architecture's maximum resident blocks per SM;
-    - registers: a warp takes ceil(registers * 32 / 256) * 256 registers; floor(registers per SM / that)
-      warps fit, and floor(those / warps per block) blocks;
+    - registers: a warp takes ceil(registers * 32 / 256) * 256 registers, all from one of the SM's four
+      sub-partitions, each a quarter of the register file: floor(registers per SM / 4 / that) warps fit
+      in each, four times that in the SM, and floor(those / warps per block) blocks (the driver's rule,
+      cudaOccMaxBlocksPerSMRegsLimit in CUDA's cuda_occupancy.h);
     - shared memory: a block takes its shared memory plus what the runtime reserves per block (1 KiB
       from compute capability 8.0), rounded up to 128 bytes; floor(the SM's shared memory / that).
-    The driver's own calculator (cuOccupancyMaxActiveBlocksPerMultiprocessor) adds details this model
-    leaves out, such as register files split in four per SM; the notebook compares the two."""
+    The notebook compares the result with the driver's own calculator
+    (cuOccupancyMaxActiveBlocksPerMultiprocessor) on the learner's kernel."""
     warps = -(-threads // WARP)
     limits = {"threads": arch.max_threads_per_sm // (warps * WARP), "blocks": arch.max_blocks_per_sm}
     if registers:
         per_warp = -(-registers * WARP // REGISTER_UNIT) * REGISTER_UNIT
-        limits["registers"] = (arch.registers_per_sm // per_warp) // warps
+        per_sub_partition = (arch.registers_per_sm // arch.sub_partitions) // per_warp
+        limits["registers"] = (per_sub_partition * arch.sub_partitions) // warps
     per_block = -(-(shared + arch.reserved_shared_per_block) // SHARED_UNIT) * SHARED_UNIT
     if per_block:
         limits["shared memory"] = arch.shared_per_sm // per_block
@@ -346,21 +349,24 @@ def occupancy_reference(threads: int, registers: int, shared: int, arch: Arch) -
     return Occupancy(blocks, blocks * warps * WARP / arch.max_threads_per_sm, limiter)
 
 
-# (threads, registers, shared bytes, architecture): every limiter, on the course's architectures.
+# (threads, registers, shared bytes, architecture): every limiter, on the course's architectures. In
+# (64, 40, 0, "sm_90") and (96, 40, 0, "sm_90") the register file's four sub-partitions decide: 24 and 16
+# blocks, where one undivided file of 65,536 registers would give 25 and 17.
 OCCUPANCY_VISIBLE = ((256, 32, 0, "sm_90"), (1024, 32, 256, "sm_90"), (128, 64, 0, "sm_86"),
-                     (256, 40, 48 * KIB, "sm_80"), (64, 16, 0, "sm_75"))
+                     (256, 40, 48 * KIB, "sm_80"), (64, 16, 0, "sm_75"), (64, 40, 0, "sm_90"))
 OCCUPANCY_HIDDEN = ((1024, 33, 0, "sm_90"), (96, 255, 0, "sm_89"), (32, 8, 0, "sm_90"), (512, 72, 100 * KIB, "sm_90"),
+                    (96, 40, 0, "sm_90"),
                     (1024, 64, 0, "sm_75"), (160, 24, 30 * KIB, "sm_86"), (768, 40, 1000, "sm_89"))
 
 
 def check_occupancy(occupancy, hidden: bool = False) -> None:
-    """Exercise 7.1: `occupancy(threads, registers, shared, arch)` returns (blocks per SM, occupancy)."""
+    """Exercise 7.2: `occupancy(threads, registers, shared, arch)` returns (blocks per SM, occupancy)."""
     cases = OCCUPANCY_VISIBLE + (OCCUPANCY_HIDDEN if hidden else ())
     for threads, registers, shared, name in cases:
         arch = archs.by_name(name)
         want = occupancy_reference(threads, registers, shared, arch)
-        got = call_learner(occupancy, threads, registers, shared, arch, exercise="7.1", names="`occupancy`")
-        where = (f"7.1: occupancy(threads={threads}, registers={registers}, shared={shared:,}, {name}) returned "
+        got = call_learner(occupancy, threads, registers, shared, arch, exercise="7.2", names="`occupancy`")
+        where = (f"7.2: occupancy(threads={threads}, registers={registers}, shared={shared:,}, {name}) returned "
                  f"{got!r}, expected ({want.blocks}, {want.fraction:.4f}): {want.describe()}")
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             raise CheckFailed(where + ". It should return a tuple (blocks, occupancy).")
@@ -371,7 +377,7 @@ def check_occupancy(occupancy, hidden: bool = False) -> None:
         if not math.isclose(float(fraction), want.fraction, rel_tol=1e-6):
             raise CheckFailed(where + ". Hint: occupancy is resident warps over the SM's maximum warps.")
     which = "visible and hidden" if hidden else "visible"
-    print(f"✓ 7.1 occupancy: right on {len(cases)} {which} launches")
+    print(f"✓ 7.2 occupancy: right on {len(cases)} {which} launches")
 
 
 def kernel_resources(kernel, arch: Arch | None = None):
@@ -421,7 +427,7 @@ def compare_occupancy(occupancy, kernel, threads: int) -> None:
         print("  They differ: see which limit your function applies differently from the driver.")
 
 
-# ================================================================== 7.2: online softmax statistics
+# ================================================================== 7.1: online softmax statistics
 
 NEG_INF = float("-inf")
 
@@ -442,10 +448,10 @@ COMBINE_CASES = (((1.0, 2.0), (3.0, 1.5)), ((3.0, 1.5), (1.0, 2.0)), ((0.0, 1.0)
 
 
 def check_combine(combine) -> None:
-    """Exercise 7.2: merging partial statistics, empty parts and values that overflow exp() included."""
+    """Exercise 7.1: merging partial statistics, empty parts and values that overflow exp() included."""
     for a, b in COMBINE_CASES:
         want = combine_reference(a, b)
-        got = call_learner(combine, a, b, exercise="7.2", names="`combine`")
+        got = call_learner(combine, a, b, exercise="7.1", names="`combine`")
         ok = isinstance(got, (tuple, list)) and len(got) == 2
         if ok:
             try:
@@ -459,8 +465,8 @@ def check_combine(combine) -> None:
                     "rescale each sum to the new maximum, s_i * exp(m_i - m), never exp(m_i) alone: "
                     "exp(1000) overflows" if max(a[0], b[0]) > 700 else
                     "m = max(m1, m2); s = s1 * exp(m1 - m) + s2 * exp(m2 - m)")
-            raise CheckFailed(f"7.2: combine({a}, {b}) returned {got!r}, expected {want}. Hint: {hint}.")
-    print(f"✓ 7.2 combine: right on {len(COMBINE_CASES)} pairs, empty parts and large maxima included")
+            raise CheckFailed(f"7.1: combine({a}, {b}) returned {got!r}, expected {want}. Hint: {hint}.")
+    print(f"✓ 7.1 combine: right on {len(COMBINE_CASES)} pairs, empty parts and large maxima included")
 
 
 # ================================================================== worked reductions (not graded)

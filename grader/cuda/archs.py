@@ -41,6 +41,10 @@ class Arch:
     max_blocks_per_sm: int = 32
     shared_per_sm: int = 228 * KIB
     reserved_shared_per_block: int = 1 * KIB
+    # The register file is split among the SM's sub-partitions (one per warp scheduler), and a warp takes
+    # its registers from one of them: 4 on every architecture above 6.0 (CUDA's cuda_occupancy.h,
+    # cudaOccSubPartitionsPerMultiprocessor and cudaOccMaxBlocksPerSMRegsLimit).
+    sub_partitions: int = 4
 
     @property
     def capability(self) -> tuple[int, int]:

@@ -3,10 +3,11 @@ residual add + RMSNorm and chapter 8's transformer block.
 
     r = x + residual;   out = r * rsqrt(mean(r^2) + RMS_EPS) * weight
 
-The statistics are computed in fp32 (float64 for the graded reference) and the result is stored in
-r's dtype. `rms_norm` is written the way Hugging Face's Llama RMSNorm writes it (upcast, square,
-mean, rsqrt, two multiplies, downcast), so in torch's eager mode it is several kernels: that is the
-baseline both chapters time against.
+The statistics are computed in fp32 (float64 for the graded reference). `rms_norm` follows Hugging
+Face's `LlamaRMSNorm.forward` step for step (transformers, models/llama/modeling_llama.py): upcast,
+square, mean, add epsilon, rsqrt, multiply, downcast to the input's dtype, and only then multiply by the
+weight, in the input's dtype (`self.weight * hidden_states.to(input_dtype)`). In torch's eager mode each
+step is a kernel of its own: that is the baseline both chapters time against.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def rms_norm(r: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     wide = torch.float64 if r.dtype == torch.float64 else torch.float32
     rw = r.to(wide)
     normed = rw * torch.rsqrt(rw.pow(2).mean(-1, keepdim=True) + RMS_EPS)
-    return (normed * weight.to(wide)).to(r.dtype)
+    return weight * normed.to(r.dtype)
 
 
 def add_rms_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

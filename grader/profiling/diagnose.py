@@ -33,8 +33,15 @@ def _top_stall(sig: Signature) -> str:
 
 
 CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
-    Constraint("dram-bandwidth", "memory streams at close to its peak: the bytes themselves set the time",
-               "DRAM% (three quarters of peak or more)", lambda s, b: s.dram_pct >= 75),
+    Constraint("dram-bandwidth", "memory streams at its peak: the bytes themselves set the time, and only moving "
+               "fewer of them (fusion, narrower types) makes it faster",
+               "DRAM% (nine tenths of peak or more)", lambda s, b: s.dram_pct >= 90),
+    Constraint("bytes-in-flight", "memory is busy but short of its peak: each thread has too few loads in flight "
+               "to cover their latency, and the same bytes in wider loads go faster",
+               "DRAM% between three quarters and nine tenths of peak, long scoreboard the top stall, and the rung "
+               "beside it higher with the same bytes",
+               lambda s, b: 75 <= s.dram_pct < 90 and b.dram_pct >= s.dram_pct + 5
+               and _top_stall(s) == "long scoreboard"),
     Constraint("uncoalesced", "a warp's global accesses touch many more 32-byte sectors than its data needs",
                "sectors per request (4 for a warp reading 32 consecutive floats, 16 for 16-byte loads; 32 for one "
                "sector per thread) and a queue of memory instructions (lg throttle, drain)",

@@ -41,8 +41,12 @@ def test_occupancy_reference_by_hand():
     h100 = archs.by_name("sm_90")
     # 1,024 threads at 32 registers: 32 warps x 1,024 registers = 32K per block, two blocks: 100%.
     assert ch07.occupancy_reference(1024, 32, 0, h100) == ch07.Occupancy(2, 1.0, "threads")
-    # 33 registers round up to 40 a thread (1,280 a warp): 51 warps fit, one block of 32: 50%.
+    # 33 registers round up to 40 a thread (1,280 a warp): 12 warps in each quarter of the register file,
+    # 48 in the SM, one block of 32: 50%.
     assert ch07.occupancy_reference(1024, 33, 0, h100) == ch07.Occupancy(1, 0.5, "registers")
+    # 64 threads at 40 registers: 48 warps are 24 blocks of 2, where one undivided file of 65,536
+    # registers would hold 51 warps, 25 blocks (cudaOccMaxBlocksPerSMRegsLimit divides it in four first).
+    assert ch07.occupancy_reference(64, 40, 0, h100) == ch07.Occupancy(24, 0.75, "registers")
     # 48 KiB + 1 KiB reserved per block on an A100's 164 KiB: three blocks of 8 warps = 24 of 64 warps.
     occ = ch07.occupancy_reference(256, 40, 48 * 1024, archs.by_name("sm_80"))
     assert (occ.blocks, occ.limiter) == (3, "shared memory") and occ.fraction == pytest.approx(24 / 64)
@@ -55,7 +59,7 @@ def _learner_occupancy(threads, registers, shared, arch):
 
 def test_occupancy_check_accepts_the_key_and_names_the_limit(capsys):
     ch07.check_occupancy(_learner_occupancy, hidden=True)
-    assert "12 visible and hidden launches" in capsys.readouterr().out
+    assert "14 visible and hidden launches" in capsys.readouterr().out
 
     def no_registers(threads, registers, shared, arch):
         return _learner_occupancy(threads, 0, shared, arch)
@@ -66,9 +70,26 @@ def test_occupancy_check_accepts_the_key_and_names_the_limit(capsys):
         ch07.check_occupancy(lambda *a: 3)
 
 
+def test_occupancy_check_fails_one_undivided_register_file():
+    """The rule the driver does not use (65,536 registers shared by every warp of the SM) fails the visible
+    launches, on (64, 40, 0, sm_90): 25 blocks against the driver's 24."""
+    def undivided(threads, registers, shared, arch):
+        warps = -(-threads // 32)
+        per_warp = -(-registers * 32 // 256) * 256
+        per_block = -(-(shared + arch.reserved_shared_per_block) // 128) * 128
+        blocks = min(arch.max_threads_per_sm // (warps * 32), arch.max_blocks_per_sm,
+                     (arch.registers_per_sm // per_warp) // warps,
+                     arch.shared_per_sm // per_block if per_block else arch.max_blocks_per_sm)
+        return blocks, blocks * warps * 32 / arch.max_threads_per_sm
+
+    assert undivided(1024, 32, 256, archs.by_name("sm_90")) == _learner_occupancy(1024, 32, 256, archs.by_name("sm_90"))
+    with pytest.raises(CheckFailed, match=r"occupancy\(threads=64, registers=40, shared=0, sm_90\).*expected \(24,"):
+        ch07.check_occupancy(undivided)
+
+
 def test_combine_key_and_check(capsys):
     ch07.check_combine(ch07.combine_reference)
-    assert "✓ 7.2" in capsys.readouterr().out
+    assert "✓ 7.1" in capsys.readouterr().out
     with pytest.raises(CheckFailed, match=r"combine\(\(1.0, 2.0\), \(3.0, 1.5\)\).*rescale|m = max"):
         ch07.check_combine(lambda a, b: (max(a[0], b[0]), a[1] + b[1]))
 

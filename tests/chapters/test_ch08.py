@@ -206,7 +206,69 @@ def test_solution_on_cpu_grades_8a_and_block_correctness_and_says_no_gpu_for_spe
     assert nb["score"] == 8 and nb["max_score"] == 10
 
 
+# ------------------------------------------------------------------------------ 8b: fusion, from the trace
+
+def _traced(*rows):
+    """A KernelTime as the device trace of a block's timed calls gives it: (name, launches per call)."""
+    from grader.harness.kernel_time import KernelRow, KernelTime
+
+    return KernelTime(calls=40, rows=[KernelRow(name, launches, 0.1) for name, launches in rows], busy_ms=2.0)
+
+
+# The kernels of the solution block and of its unfused rung (tests/submissions/ch08), per call.
+FUSED_BLOCK = (("matmul_kernel", 3), ("matmul_bias_gelu_kernel", 1), ("flash_attention_kernel", 1),
+               ("add_rmsnorm_kernel", 2))
+UNFUSED_BLOCK = (("matmul_kernel", 4), ("bias_gelu_kernel", 1), ("flash_attention_kernel", 1), ("add_kernel", 2),
+                 ("rmsnorm_kernel", 2))
+
+
+def test_fusion_passes_the_fused_block_and_fails_the_unfused_one_for_its_reason(capsys):
+    ch08.require_fused(_traced(*FUSED_BLOCK))
+    assert "✓ 8b fusion: 7 launches" in capsys.readouterr().out
+    with pytest.raises(CheckFailed, match=r"launched 10 of your kernels per call \(matmul_kernel ×4, .*add_kernel ×2") as exc:
+        ch08.require_fused(_traced(*UNFUSED_BLOCK))
+    assert exc.value.reason == "not-fused"
+    # One piece of glue left out is enough: the GELU as its own kernel after a plain matmul.
+    with pytest.raises(CheckFailed, match="launched 8") as exc:
+        ch08.require_fused(_traced(("matmul_kernel", 4), ("bias_gelu_kernel", 1), ("flash_attention_kernel", 1),
+                                   ("add_rmsnorm_kernel", 2)))
+    assert exc.value.reason == "not-fused"
+
+
+def test_fusion_without_a_trace_is_unchecked_and_scored_by_the_policy(monkeypatch, capsys):
+    from grader.harness.kernel_time import KernelTime
+
+    monkeypatch.setenv("LADDER_UNCHECKED", "zero")
+    with pytest.raises(CheckFailed, match="kernel launches in the device trace could not run.*CUPTI unavailable") as exc:
+        ch08.require_fused(KernelTime.untraced("CUPTI unavailable"))
+    assert exc.value.reason == "unchecked"
+    with pytest.raises(CheckFailed, match="no device trace"):
+        ch08.require_fused(None)
+    monkeypatch.setenv("LADDER_UNCHECKED", "full")
+    ch08.require_fused(None)
+    assert "LADDER_UNCHECKED=full" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(HAS_GPU, reason="the message of a machine without a GPU")
+def test_host_bound_cell_without_a_gpu_says_where_the_figures_come_from(capsys):
+    assert ch08.measure_host_bound() is None
+    assert "text-facts/run.sh records it on an H100" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------------ GPU
+
+@pytest.mark.gpu
+def test_gpu_unfused_block_fails_for_its_fusion_not_its_speed():
+    """The unfused rung measured above the 8b bar (assets/results/ch08-h100/calibration-unfused.json); the
+    grade now rests on the trace's launch count, so it must fail with "not-fused" whatever its speed."""
+    from submissions.build import launchers
+
+    with pytest.raises(CheckFailed) as exc:
+        ch08.check_block_speed(launchers("ch08", "unfused", BLOCK_CELLS)["block"])
+    assert exc.value.reason in ("not-fused", "below-bar"), exc.value
+    if exc.value.reason == "not-fused":
+        assert "launched 10 of your kernels" in str(exc.value)
+
 
 @pytest.mark.gpu
 def test_gpu_solution_and_unfused_blocks_are_correct_and_torch_is_refused():

@@ -4,6 +4,7 @@ agree with the measurement records (assets/results/) and with the arithmetic tha
 
 import json
 import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,29 @@ WRONG = {
     "caps the kernel at 25 to 40 TFLOP/s": "ch4: 8 FLOPs per byte at the measured 3.0-4.2 TB/s is 24-34",
     "the same bar is fair on a laptop GPU": "ch1: bars were calibrated on an H100 and an H200 only",
     "means the same on a laptop GPU and on an H100": "README: bars were calibrated on an H100 and an H200 only",
+    "(4 GiB in fp16 at": "ch6: P at B=4, H=16, N=4096 in fp16 is 2 GiB",
+    "comes from L2, not from memory": "ch7: the 7a profile showed 89% of DRAM peak and a 35% L2 hit rate",
+    "(mostly from L2)": "ch7: the 7a profile showed the second read coming mostly from HBM",
+    "because the 32 lanes of a warp run in step": "ch7: since Volta lanes are not lock-step; the _sync mask is",
+    "one extra read and write of the matrix": "ch7: the unfused rung makes 5 passes against 4, one extra read",
+    "Their ratio is the best fusion can do": "ch7: the solution measured 6.53x against 5.75 in counted bytes",
+    "multiply by the weight and downcast": "ch7/8: LlamaRMSNorm downcasts first, then multiplies in fp16",
+    "(upcast, square, mean, rsqrt, two multiplies, downcast": "ch7/8: LlamaRMSNorm downcasts before the weight",
+    "a residual add and a whole RMSNorm each": "ch8: kernel _1 loads only buf9 and the weight",
+    "A row of the B tile is 128 halves, 256 bytes": "ch4: with BN 256 a row is 256 halves, 512 bytes",
+    "On Hopper and Ampere, an `mma.sync` GEMM runs out": "ch4: an A100 needs 96 of its 128 B/clk",
+    "⌊65,536 / that⌋ warps fit": "ch7: the driver allocates registers per sub-partition",
+    "a few units in the last place": "ch7: __expf's error is 2 + floor(|1.173 x|) ulp",
+    "starts at an odd address for every other row": "ch7: one row in four of 50,257 floats is 16-byte aligned",
+    "can get at most 1/0.6 = 1.67× faster, whoever writes it": "ch8: the ceiling is the best library's rate",
+    "because it issues loads and matrix multiplies from the same warps": "ch8: FA2 uses mma.sync, not wgmma",
+    "It wins by removing memory traffic": "ch8: the unfused rungs reached 1.16-1.18x, above the bar",
+    "0.88× to 0.94×": "ch5: bars.toml's 10 runs gave 0.876-0.898",
+    "at 8192³ (3 runs)": "ch5: the Hopper rung has 10 runs at 1.042-1.094",
+    "in ten runs, level with `torch.compile`": "ch7: the 7c record has the solution at 0.98-1.31x torch.compile",
+    "(97% of the copy ceiling, level with `torch.compile`)": "ch7: torch.compile took 1.02x the fused kernel's time",
+    "streamed 2.2-2.5 TB/s": "ch7: torch.softmax was recorded at 1,861 GB/s at 8,192",
+    "(6 passes instead of 4)": "ch7: the unfused rung makes 5 passes",
 }
 
 
@@ -224,3 +248,210 @@ def test_derived_figures_match_their_arithmetic(chapter, cell, pattern, expected
 def test_records_name_the_gpu_they_were_measured_on():
     for folder, gpu in (("ch01-h100", "H100"), ("ch02-h200", "H200"), ("ch04-h200", "H200"), ("ch05-h200", "H200")):
         assert gpu in record(folder)["gpu"], folder
+
+
+# ------------------------------------------------------------------------- chapters 7 and 8 against their records
+
+CH07 = RESULTS / "ch07-h100"
+CH08 = RESULTS / "ch08-h100"
+
+
+def calibration(path: Path, rung_ends: str) -> list[dict]:
+    """The runs of the one rung of a calibration record whose label ends with `rung_ends`."""
+    (rung,) = [r for r in json.loads(path.read_text())["rungs"] if r["rung"].endswith(rung_ends)]
+    return rung["runs"]
+
+
+def span(values) -> tuple[float, float]:
+    values = list(values)
+    return min(values), max(values)
+
+
+def printed(path: Path, pattern: str) -> list[float]:
+    """Numbers a record file printed, found by a pattern with one group each."""
+    return numbers(path.read_text(), pattern)
+
+
+def quoted_range(text: str, pattern: str) -> tuple[float, float]:
+    low, high = numbers(text, pattern)
+    return low, high
+
+
+def within(quoted: tuple[float, float], measured: tuple[float, float], places: int = 2) -> bool:
+    """A range quoted at `places` decimals is the measured range rounded: each end within half a unit."""
+    half = 0.5 * 10 ** -places + 1e-9
+    return abs(quoted[0] - measured[0]) <= half and abs(quoted[1] - measured[1]) <= half
+
+
+# (chapter, cell, pattern with two groups, the record's runs, the field, the decimals it is quoted at)
+RANGES = [
+    ("07", "norm-speed-md", r"solution measured (\d\.\d\d)-(\d\.\d\d)×", (CH07 / "calibration-7b.json", "(solution)"),
+     "speedup", 2),
+    ("07", "norm-speed-md", r"reads the sum back\) measured (\d\.\d\d)-(\d\.\d\d)×",
+     (CH07 / "calibration-7b.json", "(unfused_7b)"), "speedup", 2),
+    ("07", "stretch-md", r"solution at (\d\.\d\d)-(\d\.\d\d)× eager", (CH07 / "calibration-7c.json", "(stretch solution)"),
+     "speedup", 2),
+    ("08", "results-after", r"took (\d\.\d\d)-(\d\.\d\d) ms", (CH08 / "calibration-solution.json", "(solution)"), "ms", 2),
+    ("08", "results-after", r"against eager's (\d\.\d\d)-(\d\.\d\d) ms", (CH08 / "calibration-solution.json", "(solution)"),
+     "baseline_ms", 2),
+    ("08", "results-after", r"ms, (\d\.\d\d)-(\d\.\d\d)× faster", (CH08 / "calibration-solution.json", "(solution)"),
+     "speedup", 2),
+    ("08", "results-after", r"still measured (\d\.\d\d)-(\d\.\d\d)×", (CH08 / "calibration-unfused.json", "(unfused)"),
+     "speedup", 2),
+    ("08", "block-speed-md", r"ten launches, measured (\d\.\d\d)-(\d\.\d\d)× eager",
+     (CH08 / "calibration-unfused.json", "(unfused)"), "speedup", 2),
+    ("08", "block-speed-md", r"measured only (\d\.\d\d)-(\d\.\d\d)× eager", (CH08 / "b16-calibration.json", "(solution)"),
+     "speedup", 2),
+    ("05", "matmul-speed-md", r"measured (\d\.\d\d)× to (\d\.\d\d)× `torch.mm` on an H200",
+     (RESULTS / "ch05-h200" / "ch05-calibration.json", "4 autotuned configs (solution)"), "speedup", 2),
+]
+
+
+@pytest.mark.parametrize("chapter, cell, pattern, source, field, places", RANGES, ids=lambda v: str(v)[:40])
+def test_quoted_ranges_are_their_records_runs(chapter, cell, pattern, source, field, places):
+    runs = calibration(*source)
+    quoted = quoted_range(chapter_cell(chapter, cell), pattern)
+    measured = span(run[field] for run in runs)
+    assert within(quoted, measured, places), f"chapter {chapter} {cell} quotes {quoted}, the record {measured}"
+
+
+def test_torch_compile_beside_the_block_and_the_stretch_is_the_records():
+    """ch8: torch.compile "1.72-1.75x faster than eager" is eager over compile's time in the solution's runs
+    (others_speedup is the candidate's speed over compile's); ch7's stretch, 0.98-1.31x compile's speed."""
+    runs = calibration(CH08 / "calibration-solution.json", "(solution)")
+    measured = span(r["speedup"] / r["others_speedup"]["torch.compile"] for r in runs)
+    assert within(quoted_range(chapter_cell("08", "results-after"), r"`torch.compile` was (\d\.\d\d)-(\d\.\d\d)× faster"),
+                  measured)
+    runs = calibration(CH07 / "calibration-7c.json", "(stretch solution)")
+    assert within(quoted_range(chapter_cell("07", "stretch-md"), r"at (\d\.\d\d)-(\d\.\d\d)× the speed of"),
+                  span(r["others_speedup"]["torch.compile"] for r in runs))
+
+
+def test_the_hopper_rung_is_quoted_from_its_ten_runs():
+    rows = json.loads((RESULTS / "issue19/h100/ch05-hopper-10runs/ch05_gpu.json").read_text())["rows"]
+    by = {r["rung"]: span(x["speedup"] for x in r["runs"]) for r in rows}
+    text = chapter_cell("05", "hopper-spec-md")
+    assert within(quoted_range(text, r"reached (\d\.\d\d)–(\d\.\d\d)× `torch.mm` at 8192³"),
+                  by["5a-hopper persistent TMA (solution) at 8192^3"])
+    assert within(quoted_range(text, r"but (\d\.\d\d)–(\d\.\d\d)× at 4096³"), by["5a-hopper persistent TMA (solution) at 4096^3"])
+    assert within(quoted_range(text, r"5a solution\s+measured (\d\.\d\d)–(\d\.\d\d)×"), by["5a solution (grouped, autotuned) at 4096^3"])
+
+
+def test_chapter_7_figures_printed_by_the_notebook_record():
+    outputs = CH07 / "notebook-outputs.md"
+    text = chapter_cell("07", "reduce-after")
+    for label, words in (("interleaved, divergent", "interleaved and divergent"),
+                         ("interleaved, bank conflicts", "interleaved with bank conflicts"),
+                         ("sequential addressing", "sequential addressing"), ("shuffles \\+ atomics", "shuffles and atomics"),
+                         ("torch.sum", "`torch.sum`")):
+        (gbps,) = printed(outputs, rf"{label}\s+([\d,]+) GB/s")
+        assert numbers(text, rf"{words} ([\d,]+) GB/s") == [gbps], label
+    (copy,) = printed(outputs, r"Ceilings: copy ([\d,]+) GB/s")
+    assert numbers(text, r"copy ceiling of ([\d,]+) GB/s") == [copy]
+    # softmax-speed-md: torch.softmax's GB/s by row length, from the length plot's table
+    speed = chapter_cell("07", "softmax-speed-md")
+    for cols, words in (("4,096", r"streamed ([\d,]+) GB/s on rows of 4,096"), ("8,192", r"([\d,]+) on rows of 8,192"),
+                        ("16,384", r"([\d,]+) on rows\s+of 16,384"), ("32,000", r"([\d,]+) GB/s on rows of 32,000"),
+                        ("50,257", r"([\d,]+) on rows of\s+50,257")):
+        (torch_gbps,) = printed(outputs, rf"\n\s+{cols}\s+[\d,]+\s+([\d,]+)\s+[\d.]+\n")
+        assert numbers(speed, words) == [torch_gbps], cols
+
+
+def test_chapter_7a_profile_and_its_counted_rate():
+    text = chapter_cell("07", "softmax-md")
+    profile = CH07 / "profile-7a.txt"
+    dram, hit = printed(profile, r"DRAM (\d+)% of peak, L2 hit rate (\d+)%")
+    assert numbers(text, r"at (\d+)% of DRAM peak with an L2 hit rate of (\d+)%") == [dram, hit]
+    runs = calibration(CH07 / "calibration-7a.json", "(solution)")
+    rate, pct = numbers(text, r"came to ([\d,]+) GB/s, (\d+)% of the copy ceiling")
+    assert span(r["rate"] for r in runs)[0] - 1 <= rate <= span(r["rate"] for r in runs)[1] + 1
+    assert round(runs[0]["pct_of_ceiling"]) == pct
+    # "about 12 bytes an element": 89% of the data sheet's 3.35 TB/s over the counted rate, times 8 bytes
+    (per_element,) = numbers(text, r"about (\d+) bytes an element")
+    assert per_element == pytest.approx(8 * dram / 100 * SHEET_TBPS * 1e3 / rate, abs=0.5)
+
+
+# torch eager's RMSNorm, as grader/harness/norms.py writes it after LlamaRMSNorm, kernel by kernel over the
+# (rows, hidden) matrix of 16-bit values: (what, bytes an element). The row statistics are too small to count.
+EAGER_NORM_BYTES = (("add", 2 + 2 + 2), ("upcast", 2 + 4), ("square", 4 + 4), ("mean reads the squares", 4),
+                    ("multiply by rsqrt", 4 + 4), ("downcast", 4 + 2), ("weight, in fp16", 2 + 2))
+FUSED_NORM_BYTES = 2 + 2 + 2 + 2
+OLD_EAGER_NORM_BYTES = 46   # the same with the weight multiplied in fp32 before the downcast (8 and 6 for 4)
+
+
+def test_the_norm_byte_counts_and_what_they_predict():
+    text = chapter_cell("07", "norm-speed-md")
+    eager = sum(b for _, b in EAGER_NORM_BYTES)
+    assert numbers(text, r"\(the weight, in fp16\): (\d+) bytes") == [eager]
+    assert numbers(text, r"against the fused kernel's (\d+), a ratio of (\d\.\d+)") == [FUSED_NORM_BYTES,
+                                                                                        eager / FUSED_NORM_BYTES]
+    moved = [b for _, b in EAGER_NORM_BYTES]
+    assert numbers(text, r"move (\d+) \(add\), (\d+) \(upcast\), (\d+) \(square\), (\d+) \(the mean\s+reads the squares\), "
+                         r"(\d+) \(multiply\), (\d+) \(downcast\) and (\d+)") == moved
+    assert numbers(text, r"\((\d+) bytes an element\)") == [OLD_EAGER_NORM_BYTES]
+    solution = calibration(CH07 / "calibration-7b.json", "(solution)")
+    unfused = calibration(CH07 / "calibration-7b.json", "(unfused_7b)")
+    assert numbers(text, r"against ([\d.]+) in\s+counted bytes") == [OLD_EAGER_NORM_BYTES / FUSED_NORM_BYTES]
+    # eager's share of the copy ceiling: its counted bytes over its time, in the solution's runs
+    eager_pct = [OLD_EAGER_NORM_BYTES * 16384 * 4096 / (r["baseline_ms"] * 1e-3) / 1e9
+                 / json.loads((CH07 / "calibration-7b.json").read_text())["ceilings"]["copy_gbps"] * 100 for r in solution]
+    (quoted_pct,) = numbers(text, r"eager ran at about (\d+)% of the copy ceiling")
+    assert min(eager_pct) - 1 <= quoted_pct <= max(eager_pct) + 1
+    med = lambda runs: statistics.median(r["speedup"] for r in runs)  # noqa: E731
+    assert numbers(text, r"([\d.]+) / ([\d.]+) = ([\d.]+) = 5 / 4") == pytest.approx(
+        [med(solution), med(unfused), 1.25], abs=0.006)
+    assert numbers(text, r"predict about ([\d.]+)× and ([\d.]+)×") == pytest.approx(
+        [med(solution) * eager / OLD_EAGER_NORM_BYTES, med(unfused) * eager / OLD_EAGER_NORM_BYTES], abs=0.06)
+
+
+def test_the_norm_baseline_is_hugging_faces_order():
+    """LlamaRMSNorm ends `self.weight * hidden_states.to(input_dtype)`: the downcast comes before the weight,
+    whose multiply is in the input's dtype. The baseline's last op must be an fp16 multiply of fp16 values."""
+    import torch
+
+    from grader.harness.norms import rms_norm
+
+    r = torch.randn(4, 64, dtype=torch.float16)
+    w = torch.rand(64, dtype=torch.float16) + 0.5
+    rw = r.float()
+    hf = w * (rw * torch.rsqrt(rw.pow(2).mean(-1, keepdim=True) + 1e-6)).to(torch.float16)
+    assert torch.equal(rms_norm(r, w), hf)
+
+
+def test_arithmetic_the_text_now_states():
+    ch07 = cells(next((ROOT / "solutions").glob("07_*/*.ipynb")))
+    # __expf: 2 + floor(|1.173 x|) ulp at x = -20
+    assert numbers(ch07["softmax-md"], r"at x = −20 that is (\d+) ulp") == [2 + int(1.173 * 20)]
+    # rows of 50,257 floats: the row starts repeat their 16-byte offset every 4 rows, one aligned
+    offsets = {(row * 50257 * 4) % 16 for row in range(16)}
+    assert len(offsets) == 4 and "only one row in four starts on a 16-byte boundary" in ch07["softmax-md"]
+    # occupancy at 40 registers: 1,280 a warp, 12 a sub-partition, 48 a SM, 51 undivided
+    assert numbers(ch07["occupancy-md"], r"a warp takes ([\d,]+): (\d+) warps a sub-partition, (\d+) in the SM, "
+                                         r"where one undivided\s+pool would give ⌊65,536 / 1,280⌋ = (\d+)") == [
+        40 * 32, 16384 // 1280, 4 * (16384 // 1280), 65536 // 1280]
+    from grader.chapters import ch07 as chapter7
+
+    occ = chapter7.occupancy_reference(64, 40, 0, archs.by_name("sm_90"))
+    assert numbers(ch07["occupancy-after"], r"64 threads at 40 registers give (\d+) blocks, where one undivided\s+"
+                                            r"register file would give (\d+)") == [occ.blocks, (65536 // 1280) // 2]
+    # chapter 6: P at B=4, H=16, N=4096 in fp16
+    assert numbers(chapter_cell("06", "backward-md"), r"storing P \((\d) GiB") == [4 * 16 * 4096 ** 2 * 2 / 2 ** 30]
+    # chapter 4: a row of the 32 x 256 B tile; the MMA clocks of an H100 SXM and an A100
+    mma = chapter_cell("04", "mma-md")
+    assert numbers(mma, r"A row of the B tile is (\d+) halves, (\d+) bytes") == [256, 512]
+    assert 989e12 / (132 * 1.83e9) == pytest.approx(4096, rel=0.01) and 312e12 / (108 * 1.41e9) == pytest.approx(2048, rel=0.01)
+    assert numbers(mma, r"\(312 TFLOP/s over 108 SMs at 1.41 GHz\): (\d+) bytes a clock") == [192 / 2]
+
+
+def test_chapter_8_ceilings_and_the_library_rate():
+    text = chapter_cell("08", "idea-md")
+    smallsmem = json.loads((RESULTS / "ch05-smallsmem-h100/ch05-smallsmem.json").read_text())
+    (rung,) = [r for r in smallsmem["rungs"] if r["rung"].startswith("5a ")]
+    cublas = span(x["rate"] / x["speedup"] for x in rung["runs"])
+    low, high = numbers(text, r"ran at (\d+)-(\d+) TFLOP/s at 4096³")
+    assert abs(low - cublas[0]) <= 1 and abs(high - cublas[1]) <= 1
+    assert numbers(text, r"above\s+the (\d+) TFLOP/s the doctor measured") == [round(smallsmem["ceilings"]["fp16_tflops"])]
+    ops = json.loads((CH08 / "ops.json").read_text())["ceilings"]["fp16_tflops"]
+    assert numbers(text, r"against the (\d+) the\s+rows below use") == [round(ops)]
+    assert numbers(text, r"\(`assets/results/ch08-h100/ops.json`\), ([\d.]+)× beyond") == [round(SHEET_TFLOPS_FP16 / ops, 2)]
+    assert numbers(text, r"\((\d+) TFLOP/s dense fp16 and ([\d.]+) TB/s") == [SHEET_TFLOPS_FP16, SHEET_TBPS]

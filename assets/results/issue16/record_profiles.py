@@ -57,6 +57,11 @@ RUNGS = {
           ("solution", "ch06", "correct", "flash attention: online softmax over K/V tiles")],
     "6-causal": [("no_skip", "ch06", "no_skip", "causal mask applied, but every key tile still visited"),
                  ("solution", "ch06", "correct", "causal: key tiles above the diagonal skipped")],
+    "7a": [("three_pass", "ch07", "three_pass_7a", "three passes over each row, the interleaved tree"),
+           ("scalar", "ch07", "scalar_7a", "online statistics, two passes, 4-byte loads"),
+           ("solution", "ch07", "correct", "online statistics, two passes, 16-byte loads, 1,024 threads a row")],
+    "7b": [("unfused", "ch07", "unfused_7b", "an add kernel, then a norm kernel that reads the sum back"),
+           ("solution", "ch07", "correct", "residual add and RMSNorm in one program per row")],
 }
 
 # The separations the course's text relies on: (exercise, rung, attribute, comparison, value).
@@ -66,6 +71,9 @@ CHECKS = [
     ("1a", "float4", "dram_pct", ">=", 85.0),
     ("3", "naive_uncoalesced", "ld_sectors_per_request", ">", 8.0),
     ("4", "fma_only", "tensor_pipe_pct", "<=", 1.0), ("4", "solution", "tensor_pipe_pct", ">=", 10.0),
+    # chapter 7's text: the softmax's second read comes mostly from HBM (35% L2 hits in ladder profile's run)
+    ("7a", "solution", "l2_hit_pct", "<=", 50.0), ("7a", "solution", "dram_pct", ">=", 80.0),
+    ("7b", "solution", "dram_pct", ">=", 80.0),
 ]
 
 

@@ -27,7 +27,7 @@ REASONS = {
     "not-written", "no-gpu", "compile-error", "launch-error", "raised", "crashed", "timed-out", "wrong-result",
     "wrong-dtype", "not-plain", "input-modified", "out-of-bounds", "kernel-unused", "library-compute",
     "swallowed-error", "stray-thread", "tampered", "timer-mismatch", "too-fast", "l2-persist", "no-tensor-cores",
-    "below-bar", "memory", "stderr", "sanitizer-memcheck", "sanitizer-racecheck", "sanitizer-synccheck",
+    "not-fused", "below-bar", "memory", "stderr", "sanitizer-memcheck", "sanitizer-racecheck", "sanitizer-synccheck",
 }
 
 

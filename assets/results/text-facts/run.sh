@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Every figure chapters 7 and 8 quote that had no record, measured on one GPU (the device tool's `run`,
+# with .whl carried for nbclient and nbval):
+#   bash assets/results/text-facts/run.sh "$OUT" [PARTS]
+# PARTS (default: all, in this order; about 8 minutes on an H100):
+#   bars       10 runs a rung: bar 7b (5.4x eager, the RMSNorm baseline in Hugging Face's order: the fused
+#              solution must pass, the unfused rung must fail) and bar 8b against the same baseline (the
+#              solution must pass; the unfused rung is graded by its launch count, `fusion` below, and its
+#              speed is recorded beside it)
+#   traffic    7a at 4,096 x 32,000: the solution, the row held on chip (shared memory) and torch.softmax,
+#              timed (softmax-on-chip.txt), then Nsight Compute's DRAM bytes and L2 hit rate for each
+#   cells      chapter 7's worked reductions (Harris's rungs, the butterfly) and chapter 8's host-bound
+#              block (CUDA graphs, reduce-overhead) at B = 16, printed from the executed notebooks; and
+#              Nsight Systems' summaries of the eager block at B = 16 (nsys-b16.txt, with b16.nsys-rep)
+#   fusion     chapter 8's GPU tests: the unfused block refused for its launch count, on the direct path,
+#              and the exploit entry `unfused_block` on both paths
+#   check      nbval over chapters 7 and 8's solution notebooks, then `ladder check` of each (full marks)
+# Not in the default (about 3 more minutes), for `assets/profiles/H100/`:
+#   rungs      Nsight Compute's signature of every rung of 7a and 7b (assets/results/issue16/record_profiles.py):
+#              merge rungs/profiles/H100/7a, 7b and their index.json entries into assets/profiles/H100/
+# Everything lands in "$OUT/text-facts" and is tarred into "$OUT/text-facts.tar.gz" after each step, so a
+# run cut short still returns what it finished.
+set -uo pipefail
+out=$1; parts=${2:-bars,traffic,cells,fusion,check}
+want() { [[ ",$parts," == *",$1,"* ]]; }
+dest=$out/text-facts
+mkdir -p "$dest"
+source "$(dirname "$0")/../gpu_env.sh"   # the Jupyter stack from .whl (nbclient, nbval, nbgrader)
+pack() { tar -czf "$out/text-facts.tar.gz" -C "$out" text-facts; }
+export PYTHONWARNINGS=ignore
+here=assets/results/text-facts
+start=$SECONDS
+stamp() { echo "[$1: $((SECONDS - start)) s]" | tee -a "$dest/times.txt"; }
+
+if want bars; then
+  python3 assets/results/calibrate_ch07.py --runs 10 --only "7b " --out "$dest/calibration-7b.json" 2>&1 \
+    | tee "$dest/calibration-7b.md"
+  pack
+  for rung in solution unfused; do
+    python3 assets/results/calibrate_ch08.py --runs 10 --only "($rung)" --out "$dest/calibration-8b-$rung.json" \
+      2>&1 | tee "$dest/calibration-8b-$rung.md"
+    pack
+  done
+  stamp bars
+fi
+if want traffic; then
+  ncu_bin=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  python3 "$here/softmax_traffic.py" time 2>&1 | tail -6 | tee "$dest/softmax-on-chip.txt"
+  for which in solution on_chip torch; do
+    timeout 180 "$ncu_bin" --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum \
+      --kernel-name regex:'softmax|SoftMax' --launch-skip 2 --launch-count 1 --csv \
+      python3 "$here/softmax_traffic.py" "$which" 2>&1 | tail -8 | tee "$dest/traffic-$which.csv"
+  done
+  pack
+  stamp traffic
+fi
+if want cells; then
+  python3 assets/results/run_notebook.py solutions/07_reductions/07_reductions.ipynb "$dest" reduce-measure \
+    softmax-speed norm-speed 2>&1 | tail -60 | tee "$dest/reductions.txt"
+  pack
+  python3 assets/results/run_notebook.py solutions/08_should_you_write_it/08_should_you_write_it.ipynb "$dest" \
+    host-measure block-speed 2>&1 | tail -40 | tee "$dest/host-bound.txt"
+  nsys_bin=$(command -v nsys || echo /usr/local/cuda/bin/nsys)
+  timeout 120 "$nsys_bin" profile -t cuda,osrt -o "$dest/b16" --force-overwrite true \
+    python3 "$here/host_bound_block.py" > "$dest/nsys-b16.txt" 2>&1
+  timeout 60 "$nsys_bin" stats --report cuda_api_sum,cuda_gpu_kern_sum "$dest/b16.nsys-rep" 2>&1 | head -60 \
+    >> "$dest/nsys-b16.txt"
+  rm -f "$dest/b16.sqlite"
+  pack
+  stamp cells
+fi
+if want fusion; then
+  python3 -m pytest -q -p no:cacheprovider -rA tests/chapters/test_ch08.py -m gpu -k "fusion" 2>&1 | tail -15 \
+    | tee "$dest/gpu_tests_ch08.txt"
+  python3 -m pytest -q -p no:cacheprovider -rA tests/notebooks/test_exploits.py -m gpu -k "unfused_block" 2>&1 \
+    | tail -8 | tee "$dest/exploit_unfused_block.txt"
+  pack
+  stamp fusion
+fi
+if want check; then
+  python3 -m pytest -q -p no:cacheprovider --nbval-lax solutions/07_reductions/07_reductions.ipynb \
+    solutions/08_should_you_write_it/08_should_you_write_it.ipynb 2>&1 | tail -8 | tee "$dest/nbval.txt"
+  pack
+  for nb in solutions/07_reductions/07_reductions.ipynb solutions/08_should_you_write_it/08_should_you_write_it.ipynb; do
+    python3 -m grader.cli check "$nb" 2>&1 | tail -25 | tee "$dest/check-$(basename "$nb" .ipynb).txt"
+  done
+  pack
+  stamp check
+fi
+if want rungs; then
+  python3 assets/results/issue16/record_profiles.py --out "$dest/rungs" --only 7a,7b 2>&1 | tee "$dest/rungs.md"
+  rm -rf "$dest/rungs/notebooks" "$dest/rungs/raw"
+  pack
+  stamp rungs
+fi
