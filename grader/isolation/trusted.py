@@ -113,11 +113,7 @@ def own_copy_ms(nbytes: int) -> float:
     process measured itself. The ceilings `ladder doctor` caches are a file the learner's code could
     rewrite; this rate never leaves the asking process. 0 without a GPU or bytes."""
     global _COPY_GBPS
-    if nbytes <= 0:
-        return 0.0
-    from ..cuda.gpu import has_gpu
-
-    if not has_gpu():
+    if nbytes <= 0:   # (bytes on a GPU only: the caller counts CUDA tensors)
         return 0.0
     if _COPY_GBPS is None:
         import torch
