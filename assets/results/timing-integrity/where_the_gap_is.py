@@ -77,3 +77,26 @@ for label, fn, ex, size in cases():
         pieces = " ".join(f"{k}={v:.3f}" for k, v in sorted(SPENT.items()))
         print(f"{label} reps={reps:3d} wall={wall:8.3f} events={bf.event_ms:8.3f} host={bf.host_ms:8.3f} "
               f"wall-events={wall - bf.event_ms:7.3f} | {pieces}", flush=True)
+
+# The same pieces inside the harness's own timing (measure_speed, in this process): each request as the seam
+# times it, with what the pieces of run_batch took, and the flush and poisoning between requests.
+from grader.harness import exercise  # noqa: E402
+from grader.isolation import seam  # noqa: E402
+
+real_request = seam.Batch._timed_request
+
+
+def logged(self, reps, traced):
+    SPENT.clear()
+    facts_, wall = real_request(self, reps, traced)
+    pieces = " ".join(f"{k}={v:.3f}" for k, v in sorted(SPENT.items()))
+    print(f"  harness reps={reps:4d} traced={int(traced)} wall={wall:8.3f} events={facts_.event_ms:8.3f} "
+          f"wall-events={wall - facts_.event_ms:7.3f} | {pieces}", flush=True)
+    return facts_, wall
+
+
+seam.Batch._timed_request = logged
+for label, fn, ex, size in cases():
+    print(label, "through measure_speed", flush=True)
+    r = exercise.measure_speed(ex, fn, "5a" if ex is ch05.MATMUL else "1a")
+    print(r.report(), flush=True)
