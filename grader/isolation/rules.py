@@ -186,6 +186,25 @@ def enforce_traced_timing(untraced_ms: float, busy_ms: float, what: str, timed_m
                           reason="library-compute")
 
 
+# How much less device time a timed call's own kernels may take than the same kernels in a checked call on
+# inputs of the same shape. A checked call may run another autotuning configuration (up to 2-3 times slower
+# than the best) on a GPU still ramping its clock up from idle (345 to 1980 MHz on an H100: 5.7 times); a
+# kernel launched on one tile of a 4096^3 product does a thousandth of the work.
+WORK_FRACTION = 1 / 16
+
+
+def enforce_work(batch_us: float | None, checked_us: float | None, reps: int, what: str) -> None:
+    """The learner's kernels in a traced batch of `reps` calls must take, per call, at least WORK_FRACTION of
+    the device time they took in a checked call of the same shape (grader.isolation.seam.Batch)."""
+    if batch_us is None or not checked_us or reps <= 0:
+        return
+    per_call = batch_us / reps
+    if per_call < WORK_FRACTION * checked_us:
+        raise kernel_unused(what, f"your kernels ran for {per_call:.1f} µs per timed call, against {checked_us:.1f} µs "
+                                  "in a checked call on inputs of the same shape: the timed calls launched them on a "
+                                  "fraction of the work.")
+
+
 def enforce_batch(facts: BatchFacts, what: str, reps: int, required: frozenset, host_ms: float,
                   torch_ops: bool = False) -> None:
     """A batch of `reps` timed calls: the rules above, every call launching every `required` kernel,

@@ -54,15 +54,24 @@ def shape_key(args) -> tuple:
     return tuple(key)
 
 
+def own_kernel_us(facts: Facts) -> float | None:
+    """Device time of the learner's own kernels in a traced call or batch, in microseconds; None untraced."""
+    device = facts.device
+    if device is None or not device.traced:
+        return None
+    return sum(op.total_us for op in device.kernels() if facts.own_launches.get(op.name))
+
+
 class LearnerFunction:
     """The learner's launcher as every check sees it. Subclasses say how a call and a batch run."""
 
     def __init__(self, name: str, trailing: tuple = ()):
         self.name, self.__name__, self.trailing = name, name, tuple(trailing)
         self.last_facts = Facts()
-        # (shapes of the arguments, names of the kernels launched) for every launcher call, no-op
-        # probes included: what a call on inputs of a given shape launches when it does the work.
-        self.history: list[tuple[tuple, frozenset]] = []
+        # (shapes of the arguments, names of the kernels launched, the device time of the learner's own kernels
+        # in microseconds where the call was traced) for every launcher call, no-op probes included: what a
+        # call on inputs of a given shape launches, and how long its kernels take, when it does the work.
+        self.history: list[tuple[tuple, frozenset, float | None]] = []
         self.probed = False   # the no-op probe ran on this function
         # Torch may compute on the grader's tensors: only for the course's own comparisons (a learner's
         # kernel followed by torch's epilogue), never for a learner's graded launcher.
@@ -133,7 +142,8 @@ class LearnerFunction:
         self.last_facts = facts
         rules.enforce(facts, what, launcher=policy.launcher, torch_ops=self.torch_ops)
         if policy.launcher and not policy.record:
-            self.history.append((shape_key(args), frozenset(facts.launches)))
+            self.history.append((shape_key(args), frozenset(facts.launches),
+                                 None if policy.noop else own_kernel_us(facts)))
         return result
 
     def __call__(self, *args, **kwargs):
@@ -179,8 +189,12 @@ class Batch:
         # The kernels every checked call on inputs of this shape launched (the checked call before
         # timing and the no-op probe): each timed call must launch them too. A call that launches
         # only some of them, say a fingerprint kernel that finds a kept result, skipped the work.
-        seen = [names for key, names in fn.history if self.argsets and key == shape_key(self.argsets[0])]
-        self.required = frozenset.intersection(*seen) if seen else frozenset()
+        same = [(names, us) for key, names, us in fn.history if self.argsets and key == shape_key(self.argsets[0])]
+        self.required = frozenset.intersection(*(names for names, _ in same)) if same else frozenset()
+        # The least device time the learner's kernels took in a checked call of this shape: a timed call whose
+        # kernels take a small fraction of it launched them on a sliver of the work (one tile, say).
+        timed_us = [us for _, us in same if us]
+        self.checked_us = min(timed_us) if timed_us else None
         self.bound = fn._bind(self.argsets)
         self.overhead = fn._overhead(self.argsets)
         self.requests: list[TimedRequest] = []   # every timed (untraced) request, for records and reports
@@ -227,7 +241,9 @@ class Batch:
     def traced_batch(self, reps: int) -> BatchFacts:
         """One batch with the device traced: what ran and for how long, for the speed report and the
         kernel rules. Its time makes no verdict (tracing slows the device; grader.cuda.trace)."""
-        facts, _ = self._request(reps, traced=True, what=f"`{self.fn.name}` (timed runs)")
+        what = f"`{self.fn.name}` (timed runs)"
+        facts, _ = self._request(reps, traced=True, what=what)
+        rules.enforce_work(own_kernel_us(facts), self.checked_us, reps, what)
         self._after(reps)
         return facts
 

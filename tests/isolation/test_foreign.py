@@ -155,3 +155,14 @@ def test_torchs_own_compile_pool_timer_is_not_a_learners_stray_thread():
     assert gather._torch_internal(theirs) and not gather._torch_internal(mine)
     not_daemon = threading.Thread(target=Timer().check, name="subproc_worker_timer")
     assert not gather._torch_internal(not_daemon)
+
+
+def test_timed_calls_must_do_the_work_a_checked_call_did():
+    # Autotuning configurations and a clock still ramping up make a checked call slower by a few times at most.
+    rules.enforce_work(batch_us=30 * 80.0, checked_us=400.0, reps=30, what="`matmul` (timed runs)")
+    # One 128 x 128 tile of a 4096^3 product behind a cache: a thousandth of the work.
+    with pytest.raises(CheckFailed) as exc:
+        rules.enforce_work(batch_us=30 * 0.3, checked_us=270.0, reps=30, what="`matmul` (timed runs)")
+    assert exc.value.reason == "kernel-unused" and "0.3 µs per timed call" in str(exc.value)
+    rules.enforce_work(batch_us=None, checked_us=270.0, reps=30, what="`f`")   # not traced: nothing to compare
+    rules.enforce_work(batch_us=9.0, checked_us=None, reps=30, what="`f`")

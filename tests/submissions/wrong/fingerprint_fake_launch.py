@@ -1,11 +1,10 @@
 """5a's launcher keeps each product it computed in a timed batch (it finds the grader's `run_batch` on
 the stack), keyed by its inputs' data pointers and version counters (any in-place write bumps a tensor's
-version, so a kept product is never stale). On a hit it launches
-the solution's matmul kernel on a single program (one 128 x 128 tile, so that the kernel the grader
-expects does run) and copies the kept product into `out` with its own kernel. Every value is right,
-every timed call launches the same kernels as a checked call, and each takes about as long traced as
-untraced. A timer sees a 32 MB copy instead of a 4096^3 product: several times the tensor cores' peak.
-It must be rejected as faster than this GPU can possibly be, on both paths."""
+version, so a kept product is never stale). On a hit it launches the solution's matmul kernel on a single
+program (one 128 x 128 tile, so that the kernel the grader expects does run) and copies the kept product
+into `out` with its own kernel. Every value is right and every timed call launches the kernels a checked
+call launches. It must be rejected as not using its kernel: in the traced batch after the timing its
+matmul kernel runs for a thousandth of the device time it took in a checked call of the same shape."""
 from submissions.wrong import CH05, CH05_LAUNCH, TRITON_COPY_KERNEL, edited, notebook_cell
 
 CHAPTER_DIR = CH05
@@ -45,4 +44,4 @@ def matmul(a, b, out):'''),
         _kept[key] = kept
 ''')),
 }
-EXPECT = {"cell": "matmul-speed", "reason": "too-fast", "device": "gpu"}
+EXPECT = {"cell": "matmul-speed", "reason": "kernel-unused", "device": "gpu"}
