@@ -2,7 +2,7 @@
 GPU, and nothing else: a test that starts skipping for another reason (a package or a server CI lost),
 or a GPU test added or removed without the list, fails the run instead of hiding in the skip count.
 
-Checked only when the whole suite ran (the README's `pytest`): a narrowed run (`pytest tests/x.py`, `-k`,
+Checked only when the whole suite ran (the README's `pytest`): a narrowed run (`pytest tests/test_layout.py`, `-k`,
 `-m "not slow"`, `--lf`, LADDER_CLASS, a run stopped at its first failure) skips a different set, and
 is left alone. tests/conftest.py wires these functions to pytest's hooks.
 """

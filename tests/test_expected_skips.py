@@ -61,5 +61,15 @@ def test_the_list_names_only_collected_gpu_tests():
 
 
 def test_a_skip_reason_is_read_without_pytests_prefix():
-    report = SimpleNamespace(longrepr=("tests/x.py", 3, "Skipped: needs an NVIDIA GPU: none"))
+    report = SimpleNamespace(longrepr=("tests/test_layout.py", 3, "Skipped: needs an NVIDIA GPU: none"))
     assert expected_skips.skip_reason(report) == "needs an NVIDIA GPU: none"
+
+
+@pytest.mark.parametrize("ci, outcome", [("true", pytest.fail.Exception), ("1", pytest.fail.Exception),
+                                         ("", pytest.skip.Exception), ("false", pytest.skip.Exception)])
+def test_what_ci_needs_fails_under_ci_and_skips_elsewhere(monkeypatch, ci, outcome):
+    from grading.classroom import missing_in_ci
+
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises(outcome, match="PostgreSQL is not installed"):
+        missing_in_ci("PostgreSQL is not installed")
