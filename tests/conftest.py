@@ -8,6 +8,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import expected_skips  # noqa: E402  (tests/, put on the path just above)
+
 
 def _has_gpu() -> bool:
     """As the grader decides (grader.cuda.gpu.gpu_or_reason): LADDER_FORCE_NO_GPU makes a GPU machine
@@ -29,6 +31,35 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+_SKIPPED: dict[str, str] = {}     # this run's skipped tests: node id -> reason
+_SKIP_PROBLEMS: list[str] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _SKIPPED[report.nodeid] = expected_skips.skip_reason(report)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Without a GPU, a run of the whole suite skips exactly the GPU-only tests of gpu_only_skips.txt."""
+    config = session.config
+    if (HAS_GPU or config.option.collectonly or session.shouldfail or session.shouldstop
+            or exitstatus == pytest.ExitCode.INTERRUPTED or not expected_skips.whole_suite(config)):
+        return
+    _SKIP_PROBLEMS[:] = expected_skips.problems(_SKIPPED, expected_skips.expected())
+    if _SKIP_PROBLEMS:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SKIP_PROBLEMS:
+        terminalreporter.section("skips without a GPU", sep="=", red=True, bold=True)
+        for line in _SKIP_PROBLEMS:
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"(tests/{expected_skips.LIST.name} lists every test that skips for want of a GPU: "
+                                    "a GPU test added or removed changes it; any other skip is a failure)")
 
 
 def _learner_files() -> dict:

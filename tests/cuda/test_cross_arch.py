@@ -123,11 +123,6 @@ def _uses_tl_dot(built: shipped.TritonChapter, kernel: str) -> bool:
     return False
 
 
-# Launches known not to fit an architecture, as (chapter, arch, kernel, variant): strict, so that a fix
-# says so. (Chapter 6's D = 128 launch needed 96 KiB on sm_75 until its tiles followed ch06.tile_rows.)
-KNOWN_TOO_BIG: set[tuple[str, str, str, str]] = set()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ARCHS, ids=NAMES)
 @pytest.mark.parametrize("chapter", TRITON_CHAPTERS)
@@ -137,13 +132,8 @@ def test_every_triton_kernel_compiles_fits_and_uses_the_promised_instructions(ch
     # Every kernel the notebook defines is launched, or called by one that is (a @triton.jit helper).
     sources = "\n".join(launch.kernel.src for launch in built.launches)
     assert all(k in launched or f"{k}(" in sources for k in built.defined), built.defined - launched
-    too_big = []
     for b in built.builds:
         problems = b.problems(arch)
-        known = any((chapter, arch.name, b.name) == k[:3] and k[3] in b.variant for k in KNOWN_TOO_BIG)
-        if known:
-            too_big.append(problems)
-            continue
         assert not problems, f"{b.name} ({b.variant}) on {arch.name}: {problems}"
         promised = _promised(chapter, b.name, arch) if _uses_tl_dot(built, b.name) else None
         ops = b.tensor_core_ops()
@@ -151,10 +141,6 @@ def test_every_triton_kernel_compiles_fits_and_uses_the_promised_instructions(ch
             assert promised in ops, f"{b.name} ({b.variant}) on {arch.name}: {ops or 'no tensor-core instructions'}"
         else:
             assert not ops, f"{b.name} ({b.variant}) on {arch.name}: {ops}"
-    if too_big:
-        if all(not p for p in too_big):
-            pytest.fail(f"{KNOWN_TOO_BIG} now fits: remove it from KNOWN_TOO_BIG")
-        pytest.xfail(f"chapter 6's D=128 launch does not fit {arch.name}: {too_big[0]}")
 
 
 # ------------------------------------------------------------------------- chapter 5's configurations

@@ -74,8 +74,12 @@ def test_a_killed_run_keeps_its_grades_and_the_next_run_grades_only_the_rest(tmp
     after = _journal(ws / "gradebook.db")
     for student, row in first.items():
         assert after[student]["graded_at"] == row["graded_at"], f"{student} was graded again"
+    last_of_first_run = max(row["graded_at"] for row in first.values())
     for student in set(CPU_SCORES) - set(first):
-        assert json.loads(after[student]["notes"] or "[]") is not None
+        row = after[student]
+        notes = json.loads(row["notes"])
+        assert row["attempts"] == 1 and row["graded_at"] > last_of_first_run, (student, row)
+        assert isinstance(notes, list) and not any("worker" in note for note in notes), (student, notes)
 
 
 def test_a_changed_submission_is_graded_again(tmp_path):

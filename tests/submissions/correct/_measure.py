@@ -35,10 +35,6 @@ for p in (str(ROOT), str(ROOT / "tests")):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-SPEED_CELLS = {"vector-add-speed", "fused-speed", "transpose-speed", "sgemm-speed", "wmma-speed",
-               "matmul-speed", "attention-speed", "causal-speed"}
-
-
 def modules(only: list[str] | None) -> list[str]:
     import submissions.correct as pkg
 
@@ -86,7 +82,7 @@ def run_submission(package: str, name: str, chapter_dir: str, cells: list[str], 
     try:
         for gid in cells:
             entry: dict = {"outcomes": [], "speedups": []}
-            for _ in range(runs if gid in SPEED_CELLS else 1):
+            for _ in range(runs if gid.endswith("-speed") else 1):   # every graded speed cell is named so
                 recorded.clear()
                 t0 = time.time()
                 try:
