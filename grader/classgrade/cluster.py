@@ -83,7 +83,9 @@ def client_for(where: Where):
     distributed = _need("distributed")
     with dask.config.set({"distributed.scheduler.allowed-failures": where.retries,
                           # a student's grading holds its worker's only thread for minutes; that is work, not a hang
-                          "distributed.admin.tick.limit": "1h"}):
+                          "distributed.admin.tick.limit": "1h",
+                          # a student queued behind a straggler moves to a free worker (grader.classgrade.schedule)
+                          "distributed.scheduler.work-stealing": True}):
         cluster = None
         try:
             if where.scheduler:

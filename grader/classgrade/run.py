@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import config
 from ..errors import LadderError
 from ..notebooks.course import SOURCE_DIR, repo_root
-from . import task
+from . import schedule, task
 from .cluster import RESOURCE, Where, client_for, dashboard
 from .identity import bars_bytes, files_sha256, folder_files, grader_sha256, sha256
 from .job import StudentGrade, StudentJob, StudentResult
@@ -103,7 +103,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
                     echo(f"Dask: {len(client.scheduler_info().get('workers', {}))} worker(s) at "
                          f"{client.scheduler.address}" + (f"; dashboard: {link}" if link else
                                                           " (pip install bokeh for its dashboard)"))
-                    grades += _on_dask(client, jobs, ws, shown, where.retries)
+                    grades += _on_dask(client, schedule.longest_first(jobs, recorded), ws, shown, where.retries)
         finally:
             shown.close()
         csv_path = (csv_path or ws.folder / "grades.csv").resolve()
@@ -159,8 +159,10 @@ def _takes_n_workers(client) -> bool:
     return "n_workers" in inspect.signature(client.scheduler_info).parameters
 
 
-def _on_dask(client, jobs: list[StudentJob], ws: Workspace, shown: Progress, retries: int) -> list[StudentGrade]:
-    """Grade on Dask's workers. This process is the queue: it keeps at most one student per GPU the workers
+def _on_dask(client, order: list[tuple[StudentJob, int]], ws: Workspace, shown: Progress,
+             retries: int) -> list[StudentGrade]:
+    """Grade on Dask's workers, in `order` (grader.classgrade.schedule: the longest expected first, each with its
+    Dask priority). This process is the queue: it keeps at most one student per GPU the workers
     offer in flight, so that a worker never holds a second student waiting (Dask would count a worker's
     death against every task assigned to it) and the table of who runs where is exact."""
     from collections import deque
@@ -169,9 +171,11 @@ def _on_dask(client, jobs: list[StudentJob], ws: Workspace, shown: Progress, ret
 
     def submit(job: StudentJob, round_: int):
         return client.submit(task.grade_student, job, key=f"grade-{job.assignment}-{job.student}-"
-                             f"{job.submission_sha256[:12]}-{round_}", resources=RESOURCE, pure=False)
+                             f"{job.submission_sha256[:12]}-{round_}", resources=RESOURCE, pure=False,
+                             priority=priority[job.student])
 
-    queue = deque((job, 0) for job in jobs)
+    priority = {job.student: value for job, value in order}
+    queue = deque((job, 0) for job, _ in order)
     pending: dict = {}
     gpu_notes: dict[str, list[str]] = {}
     grades = []
