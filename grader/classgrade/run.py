@@ -21,7 +21,7 @@ from . import schedule, task
 from .cluster import RESOURCE, Where, client_for, dashboard
 from .identity import bars_bytes, files_sha256, folder_files, grader_sha256, sha256
 from .job import StudentGrade, StudentJob, StudentResult
-from .progress import Progress, summary
+from .progress import Progress, summary, where_time_went
 from .record import Workspace
 
 
@@ -110,7 +110,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
         ws.export_csv(csv_path)
     finally:
         ws.close()
-    for line in summary(grades):
+    for line in summary(grades) + where_time_went(grades):
         echo(line)
     echo(f"grades: {csv_path}\nfeedback: {ws.folder / 'feedback'}")
     return grades

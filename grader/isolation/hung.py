@@ -17,16 +17,14 @@ can only fail its own checks.
 
 from __future__ import annotations
 
-import os
-
 from .. import config
 from ..errors import CheckTimedOut
 
-RECORD_VARIABLE = "LADDER_HUNG_RECORD"
+RECORD_VARIABLE = config.HUNG_RECORD
 
 
 def _record() -> str | None:
-    return os.environ.get(RECORD_VARIABLE) or None
+    return config.hung_record()
 
 
 def hung_functions() -> set[str]:

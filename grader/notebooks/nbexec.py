@@ -250,7 +250,10 @@ class LadderExecute(Execute):
         # the notebook waited for it. nbclient records the other cells' times in metadata.execution.
         cell.metadata["ladder"] = {"check_seconds": round(verdict.seconds, 3),
                                    "load_seconds": round(verdict.load_seconds, 3),
+                                   "cpu_seconds": round(verdict.cpu_seconds, 3),
                                    "ahead": ahead, "wait_seconds": round(time.perf_counter() - waited, 3)}
+        if ahead:   # how long it waited for a slot of the machine's (grader.notebooks.slots)
+            cell.metadata["ladder"]["slot_wait_seconds"] = self.ahead.slot_waits.get(gid, 0.0)
         outputs = []
         if verdict.stdout.strip():
             outputs.append(NotebookNode(output_type="stream", name="stdout", text=verdict.stdout))
