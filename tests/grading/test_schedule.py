@@ -36,3 +36,4 @@ def test_a_student_graded_before_from_other_bytes_keeps_their_time():
     jobs = [_job("resubmitted"), _job("new")]
     expected = schedule.expected_seconds(jobs, {"resubmitted": _entry("resubmitted", 95.0)})
     assert expected == {"resubmitted": 95.0, "new": 95.0}
+
