@@ -140,38 +140,34 @@ def shared_gpu() -> bool:
     return _get("LADDER_SHARED_GPU") == "1"
 
 
+def _at_least_one(name: str, default: int, meaning_of_one: str = "") -> int:
+    """A whole-number setting of at least 1, or `default` where unset."""
+    raw = _get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a whole number") from None
+    if value < 1:
+        raise ValueError(f"{name}={raw!r}: at least 1{meaning_of_one}")
+    return value
+
+
 def checks_at_once() -> int:
     """How many graded checks of one notebook run at once ahead of it (grader.notebooks.ahead); 1: none ahead.
     By default half the CPUs the process may use, at most 8: the checks compile kernels on the CPU, and each
-    holds a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. `ladder grade --gpus N` sets it
-    for its workers from the CPUs each GPU's worker gets (grader.classgrade.cluster)."""
-    raw = _get("LADDER_CHECKS_AT_ONCE")
-    if raw not in (None, ""):
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValueError(f"LADDER_CHECKS_AT_ONCE={raw!r} is not a whole number") from None
-        if value < 1:
-            raise ValueError(f"LADDER_CHECKS_AT_ONCE={raw!r}: at least 1 (1 runs no check ahead)")
-        return value
+    holds a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. Under `ladder grade --gpus N`
+    every worker's student runs as wide, and the machine's CPUs are shared through host_checks."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(8, cpus // 2))
+    return _at_least_one("LADDER_CHECKS_AT_ONCE", max(1, min(8, cpus // 2)), " (1 runs no check ahead)")
 
 
 def host_checks() -> int:
     """How many checks ahead may run at once on this machine, all its students together (grader.notebooks.slots):
     by default one a CPU, so that N GPU workers each running a student's checks ahead as wide as alone
     (checks_at_once) do not ask the CPUs for N times what one student alone does."""
-    raw = _get("LADDER_HOST_CHECKS")
-    if raw not in (None, ""):
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValueError(f"LADDER_HOST_CHECKS={raw!r} is not a whole number") from None
-        if value < 1:
-            raise ValueError(f"LADDER_HOST_CHECKS={raw!r}: at least 1")
-        return value
-    return max(1, os.cpu_count() or 1)
+    return _at_least_one("LADDER_HOST_CHECKS", max(1, os.cpu_count() or 1))
 
 
 def hung_record() -> str | None:

@@ -68,6 +68,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
         os.environ["LADDER_BARS"] = str(Path(bars).resolve())  # the notebook kernels inherit it
     try:   # read here, before any student: inside a notebook's run a bad value would fail every student
         config.checks_at_once()
+        config.host_checks()
     except ValueError as exc:
         raise LadderError(str(exc)) from None
     students = collect_submissions(Path(submissions).resolve(), assignment, source_nb.name)

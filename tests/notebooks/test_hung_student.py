@@ -5,20 +5,11 @@ it is graded (grader.isolation.hung, grader.notebooks.nbexec)."""
 from __future__ import annotations
 
 import pytest
-from nbformat.v4 import new_code_cell, new_notebook
-from traitlets.config import Config
+from nbformat.v4 import new_notebook
 
-from grader import config
-from grader.notebooks.nbexec import LadderExecute
+from notebooks.test_checks_ahead import _cell, _execute
 
 LIMIT_S = 5
-
-
-def _cell(source: str, grade_id: str, test: bool):
-    cell = new_code_cell(source)
-    cell.metadata["nbgrader"] = {"grade": test, "grade_id": grade_id, "locked": test, "points": 1 if test else 0,
-                                 "schema_version": 3, "solution": not test, "task": False}
-    return cell
 
 
 def _hanger():
@@ -35,16 +26,9 @@ def _hanger():
 @pytest.mark.slow
 @pytest.mark.parametrize("at_once", [1, 3])
 def test_a_hanging_student_costs_one_time_limit_then_immediate_verdicts(tmp_path, monkeypatch, at_once):
-    monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", str(at_once))
     monkeypatch.setenv("LADDER_FIRST_CALL_TIMEOUT_S", str(LIMIT_S))
     monkeypatch.setenv("LADDER_CALL_TIMEOUT_S", str(LIMIT_S))
-    config.unpin()
-    c = Config()
-    c.LadderExecute.kernel_name = "python3"
-    c.LadderExecute.isolated_checks = True
-    c.Execute.timeout = 120
-    nb = _hanger()
-    LadderExecute(config=c).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    nb = _execute(tmp_path, monkeypatch, at_once, _hanger())
 
     cells = {cell.metadata["nbgrader"]["grade_id"]: cell for cell in nb.cells if cell.metadata["nbgrader"]["grade"]}
     errors = {gid: [o.evalue for o in cell.outputs if o.output_type == "error"] for gid, cell in cells.items()}
