@@ -17,8 +17,9 @@
 #   bash assets/results/class-grading/run.sh student "$OUT/student"
 #       ONE correct chapter-1 student: graded alone (1 GPU, no Dask), then 4 correct students on 4 GPUs at once,
 #       then the same 4 with the machine's check slots lifted (LADDER_HOST_CHECKS=64, every worker as wide as a
-#       student alone with nothing shared, as before slots), each in a workspace of its own. Goal: a
-#       correct student's seconds with 4 workers within 10% of alone.
+#       student alone with nothing shared, as before slots), then with half as many slots as CPUs (as many
+#       checks on the machine as one student alone runs), each in a workspace of its own. Goal: a correct
+#       student's seconds with 4 workers within 10% of alone.
 #   python3 assets/results/class-grading/scaling.py report DIR/*/record.json > scaling.md
 #       (anywhere, on the records that came back) every run's wall time and speed-up against the 1-GPU
 #       parts of the same class, per student the seconds alone and in each class, scores identical.
@@ -61,6 +62,7 @@ case "$mode" in
     grade "$out/correct-gpus1" 1 01_vector_add 1 1/4 correct        # correct-1 alone
     grade "$out/correct-gpus4" 4 01_vector_add 1 "" correct          # correct-1..4, one a GPU, at once
     LADDER_HOST_CHECKS=64 grade "$out/correct-gpus4-noslots" 4 01_vector_add 1 "" correct
+    LADDER_HOST_CHECKS=$(( $(nproc) / 2 )) grade "$out/correct-gpus4-halfslots" 4 01_vector_add 1 "" correct
     python3 $here/scaling.py report "$out"/*/record.json | tee "$out/student.md"
     ;;
   *) echo "unknown mode $mode: class or student"; exit 2 ;;
