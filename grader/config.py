@@ -14,6 +14,7 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | LADDER_ISOLATED               | unset   | "1": graded cells are checked in fresh processes; "0": in the notebook's kernel. Unset: grading isolates, `ladder check` does not |
 | LADDER_BARS                   | unset   | a TOML file whose pass bars replace the defaults, key by key |
 | LADDER_UNGRADABLE             | zero    | a speed cell whose bar no correct kernel can reach on this GPU (docs/gpus.md): "zero" scores it 0, "full" gives its points |
+| LADDER_UNCHECKED              | zero    | a cell whose verdict needs a check that could not run on this machine (the device trace, the tensor-core count): "zero" scores it 0 (reason `unchecked`), "full" gives its points with a note |
 | LADDER_CACHE_DIR              | ~/.cache/kernel-ladder | where measured ceilings (and ptxas's reports of compiled kernels) are kept |
 | LADDER_FORCE_NO_GPU           | unset   | any value: behave as on a machine without a GPU (CPU paths on a GPU machine) |
 | LADDER_NO_DISASSEMBLER        | unset   | any value: hide cuobjdump and nvdisasm (chapter 4 falls back to PTX) |
@@ -112,6 +113,16 @@ def ungradable_policy() -> str:
     return raw
 
 
+def unchecked_policy() -> str:
+    """How a cell is scored when a check its verdict rests on could not run here (no device trace on a GPU,
+    no instrumented copy to count tensor-core work): "zero" (the default: no cell passes on a check that
+    did not run) or "full" (the points, with a note saying what was not checked)."""
+    raw = (_get("LADDER_UNCHECKED") or "zero").strip().lower()
+    if raw not in UNGRADABLE_POLICIES:
+        raise ValueError(f"LADDER_UNCHECKED={raw!r}: use one of {', '.join(UNGRADABLE_POLICIES)}")
+    return raw
+
+
 def cache_dir() -> Path:
     raw = _get("LADDER_CACHE_DIR")
     if raw:
@@ -181,7 +192,7 @@ HUNG_RECORD = "LADDER_HUNG_RECORD"
 
 # The variables above, for a child process that must see the same settings and for tests.
 VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
-             "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
+             "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_UNCHECKED", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
              "LADDER_NO_DISASSEMBLER", "LADDER_QUIET_START", "LADDER_TRACE", "LADDER_SHARED_GPU",
              "LADDER_CHECKS_AT_ONCE", "LADDER_HOST_CHECKS", HUNG_RECORD, GRADER_RUN)
 

@@ -38,6 +38,7 @@ REASONS = {
     "not-skipped": "a causal launch computed the key tiles above the diagonal (counted tensor-core work)",
     "below-bar": "correct, but slower than the exercise's pass bar",
     "not-gradable": "the speed bar is out of reach of any correct kernel on this GPU (scored by LADDER_UNGRADABLE)",
+    "unchecked": "a check the verdict rests on could not run on this machine (scored by LADDER_UNCHECKED)",
     "memory": "the launch allocated more memory than the exercise allows",
     "stderr": "a graded cell wrote to stderr",
     "not-run": "the cell never ran: an earlier cell stopped the notebook or it timed out first",

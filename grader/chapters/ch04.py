@@ -29,6 +29,7 @@ from ..cuda import sass
 from ..cuda.gpu import gpu_info, gpu_or_reason
 from ..cuda.kernels import load_kernel
 from ..errors import CheckFailed
+from ..isolation.rules import unchecked
 from ..harness import answers, plots
 from ..profiling.diagnose import Case
 from ..harness.answers import call_learner, check_floor_ms, check_gemm_flops, require_close
@@ -305,8 +306,7 @@ def _judge_count(counted, ran: set, listings: list, what: str) -> None:
         return
     if counted.uncounted:
         why = "; ".join(f"`{name}`: {reason}" for name, reason in counted.uncounted.items())
-        print(f"Note: {what} tensor cores: could not count the multiply-adds your tensor cores execute on this "
-              f"machine ({why}), so this check rests on the instructions compiled into your kernel.")
+        unchecked(f"{what} tensor cores", "counting the multiply-adds your tensor cores execute", why)
         return
     done = ", ".join(f"`{name}` {v:,}" for name, v in counted.macs.items()) or "none"
     unweighed = sorted({op for ops in counted.unweighed.values() for op in ops})

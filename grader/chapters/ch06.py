@@ -35,6 +35,7 @@ import torch
 
 from ..cuda.gpu import arch_here, free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed, LadderError, NoGPUError, NotImplementedYet
+from ..isolation.rules import unchecked
 from ..harness import correctness, plots
 from ..harness import answers
 from ..profiling.diagnose import Case
@@ -427,7 +428,9 @@ def judge_skipping(causal, noncausal, size) -> None:
         unweighed = {**noncausal.unweighed, **causal.unweighed}
         if uncounted:
             why = "; ".join(f"`{name}`: {reason}" for name, reason in uncounted.items())
-            cause = f"could not count your kernel's tensor-core work on this machine ({why})"
+            unchecked("6-causal work", "counting your kernel's tensor-core work, which tells skipping from a slowed "
+                      "causal=False launch,", why)
+            return
         elif unweighed:
             ops = sorted({op for ops in unweighed.values() for op in ops})
             cause = f"your kernel uses tensor-core instructions that cannot be counted ({', '.join(ops)})"

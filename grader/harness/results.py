@@ -3,6 +3,7 @@ into the notebook's kernel."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,28 @@ class SpeedResult:
     unavailable: dict[str, str] = field(default_factory=dict)    # name -> why not measured
     flags: list[str] = field(default_factory=list)               # for the instructor (implausible speed)
     kernels: KernelTime | None = None                             # from the traced batch (grader.cuda.trace)
+    timed_where: str = ""                                         # what the process that timed could see
+    events_ms: float | None = None                                # per call by the events where the calls ran (a claim)
+    integrity: dict = field(default_factory=dict)                 # the trusted-time arithmetic's figures, for records
+    remeasured_from: float | None = None                          # the first ratio, when measured again (throttled)
+
+    @property
+    def clock(self):
+        """The SM clock after each batch of the timing (grader.cuda.clocks.ClockSpan), or None."""
+        return self.comparison.clock
+
+    @property
+    def throttled(self) -> bool:
+        return bool(self.clock is not None and self.clock.throttled)
+
+    def as_record(self) -> dict:
+        """The figures a verdict rests on, as `ladder check --json` reports them (docs/check-json.md)."""
+        return {"key": self.key, "ratio": round(self.speedup, 4), "bar": self.bar, "passed": self.passed,
+                "ms": round(self.ms, 5), "baseline_ms": round(self.baseline_ms, 5), "baseline": self.baseline_name,
+                "gpu": self.gpu, "timed": self.timed_where, "throttled": self.throttled,
+                "remeasured_from": None if self.remeasured_from is None else round(self.remeasured_from, 4),
+                "events_ms": None if self.events_ms is None else round(self.events_ms, 5),
+                "clock": self.clock.as_dict() if self.clock is not None and self.clock.readings else None}
 
     @property
     def speedup(self) -> float:
@@ -108,6 +131,15 @@ class SpeedResult:
             lines.append(f"  ⚑ {flag}")
         if self.kernels is not None:
             lines += self.kernels.lines(self.ms, self.baseline_ms, self.baseline_name, self.bar, self.passed)
+        if self.clock is not None and self.clock.readings:
+            again = (f"; measured again after a first run at {self.remeasured_from:.2f}x was held down"
+                     if self.remeasured_from is not None else "")
+            held = (" (held down by heat or the power brake while timed)" if self.throttled else
+                    " (at the power cap, as sustained work on this GPU runs, torch's too)" if self.clock.power_capped else "")
+            lines.append(f"  clock: {self.clock.describe()}{held}{again}")
+        if self.timed_where:
+            lines.append(f"  timed: {self.timed_where}")
         lines.append(f"  speedup {self.speedup:.2f}x  ({self.size}; median of {c.rounds} interleaved rounds; "
                      f"{self.gpu})")
+        lines.append(f"[speed: {json.dumps(self.as_record(), separators=(',', ':'))}]")
         return "\n".join(lines)

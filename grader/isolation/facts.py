@@ -59,39 +59,81 @@ def _resolve(module: str, path: str):
 
 
 class Watch:
-    """Identities of the watched attributes and of every grader function, taken before learner code runs."""
+    """Identities of the watched attributes and of everything the grader's modules hold, taken before
+    learner code runs: every function and class (and their methods), the code object each runs (a
+    function's `__code__` can be swapped in place, keeping its identity), every module-level object of
+    the grader and its attributes (the clock and event reader in `CLOCKS`, this watch itself, the
+    trace's state), and the contents of module-level constants (UPPER_CASE sets and lists: the
+    allow-lists). In the worker the verifier does not rely on any of it for the time it judges
+    (grader.isolation.trusted); it catches what can be caught where the learner's code runs."""
 
     def __init__(self):
-        self.seen = {}
+        # (name shown, the object holding it, the attribute, the value it held): one getattr per entry to
+        # compare, since `tampered()` runs after every call of the learner's function. The holder of a
+        # nested attribute (a class's method, CLOCKS's reader) is watched as an entry of its own.
+        self.seen: list[tuple[str, object, str, object]] = []
+        self.contents = []
         self.late = []   # watched attributes of modules not imported yet (see _defined_in_place)
         for module, path in WATCHED:
             if module in sys.modules:
-                self.seen[(module, path)] = _resolve(module, path)
+                holder, _, attr = path.rpartition(".")
+                self._add(f"{module}.{path}", _resolve(module, holder) if holder else sys.modules[module], attr)
             else:
                 self.late.append((module, path))
         for name, mod in list(sys.modules.items()):
             if not (name == "grader" or name.startswith("grader.")) or mod is None:
                 continue
-            self.seen[("sys.modules", name)] = mod
+            self.seen.append((f"sys.modules[{name!r}]", sys.modules, name, mod))
             for attr, value in list(vars(mod).items()):
-                if callable(value) and not isinstance(value, type(sys)) \
-                        and str(getattr(value, "__module__", "")).startswith("grader"):
-                    self.seen[(name, attr)] = value
+                if isinstance(value, type(sys)) or attr.startswith("__"):
+                    continue
+                if callable(value) and str(getattr(value, "__module__", "")).startswith("grader"):
+                    self._function(f"{name}.{attr}", mod, attr)
                     if isinstance(value, type):
                         for cattr, cvalue in vars(value).items():
                             if callable(cvalue):
-                                self.seen[(name, f"{attr}.{cattr}")] = cvalue
+                                self._function(f"{name}.{attr}.{cattr}", value, cattr)
+                elif isinstance(value, _IMMUTABLE) or isinstance(value, Watch):
+                    continue   # (a watch taken again replaces the last one: not the learner's doing)
+                elif type(value).__module__.startswith("grader") and hasattr(value, "__dict__"):
+                    # An object of the grader's (CLOCKS, an exercise, a case): itself and what it holds.
+                    self._add(f"{name}.{attr}", mod, attr)
+                    for oattr in list(vars(value)):
+                        self._add(f"{name}.{attr}.{oattr}", value, oattr)
+                elif attr.isupper() and not attr.startswith("_"):
+                    # A public constant (an allow-list): itself, and its contents where they could be edited.
+                    self._add(f"{name}.{attr}", mod, attr)
+                    if isinstance(value, (set, list, dict)):
+                        self.contents.append((f"{name}.{attr}", value, _frozen(value)))
+
+    def _add(self, shown: str, holder, attr: str) -> None:
+        self.seen.append((shown, holder, attr, getattr(holder, attr, None)))
+
+    def _function(self, shown: str, holder, attr: str) -> None:
+        self._add(shown, holder, attr)
+        value = getattr(holder, attr, None)
+        if getattr(value, "__code__", None) is not None:
+            self._add(f"{shown}.__code__", value, "__code__")
 
     def changed(self) -> list[str]:
-        out = []
-        for (module, path), value in self.seen.items():
-            now = sys.modules.get(path) if module == "sys.modules" else _resolve(module, path)
-            if now is not value:
-                out.append(f"{module}.{path}" if module != "sys.modules" else f"sys.modules[{path!r}]")
+        out = [shown for shown, holder, attr, value in self.seen
+               if (holder.get(attr) if holder is sys.modules else getattr(holder, attr, None)) is not value]
+        out += [f"the contents of {shown}" for shown, value, frozen in self.contents if _frozen(value) != frozen]
         for module, path in self.late:
             if module in sys.modules and not _defined_in_place(module, _resolve(module, path)):
                 out.append(f"{module}.{path}")
         return out
+
+
+# Module-level values that cannot be changed in place. Private module state (a cache filled on first
+# use, a flag) is the module's own business and is not compared: it changes while the grader runs.
+_IMMUTABLE = (int, float, complex, str, bytes, bool, tuple, frozenset, type(None), type(Ellipsis))
+
+
+def _frozen(value):
+    if isinstance(value, dict):
+        return tuple(sorted((repr(k), repr(v)) for k, v in value.items()))
+    return tuple(sorted(map(repr, value)))
 
 
 def _defined_in_place(module: str, value) -> bool:
@@ -131,20 +173,21 @@ def tampered() -> list[str]:
 
 
 class _Clocks:
-    """The clock, synchronize and CUDA events, as they were when the grader was imported."""
+    """The clock, synchronize and CUDA events, as they were when the grader was imported (in the worker,
+    and in a notebook whose setup cell imports the grader: before any learner code). Taken whole here,
+    never later, so that they are part of what `Watch` compares."""
 
     def __init__(self):
-        self.perf_counter = time.perf_counter
-        self.sync = lambda: None
-        self.event = self.record = self.elapsed = None
-
-    def capture_gpu(self) -> None:
         import torch
 
-        if self.event is None and has_gpu():
-            self.sync = torch._C._cuda_synchronize
-            self.event, self.record, self.elapsed = torch.cuda.Event, torch.cuda.Event.record, \
-                torch.cuda.Event.elapsed_time
+        self.perf_counter = time.perf_counter
+        self.cuda_sync = getattr(torch._C, "_cuda_synchronize", None)
+        self.event, self.record, self.elapsed = torch.cuda.Event, torch.cuda.Event.record, \
+            torch.cuda.Event.elapsed_time
+
+    def sync(self) -> None:
+        if has_gpu() and self.cuda_sync is not None:
+            self.cuda_sync()
 
 
 CLOCKS = _Clocks()
@@ -344,7 +387,6 @@ class LearnerRaised(Exception):
 
 
 def sync_or_broken() -> None:
-    CLOCKS.capture_gpu()
     try:
         CLOCKS.sync()
     except Exception as exc:
@@ -352,13 +394,13 @@ def sync_or_broken() -> None:
 
 
 def _facts(call: _Call, threads: set, recorder: "trace.Recorder | None" = None,
-           interfered: str | None = None) -> Facts:
+           interfered: str | None = None, on_device: bool = True) -> Facts:
     replaced = tampered()
     if interfered:
         replaced = replaced + [interfered]
     device = recorder.trace if recorder is not None else None
     return Facts(launches=list(call.launches), errors=list(call.errors), ops=sorted(set(call.ops)),
-                 stray_threads=_stray(threads), tampered=replaced, l2_limit=_l2_limit(),
+                 stray_threads=_stray(threads), tampered=replaced, l2_limit=_l2_limit() if on_device else 0,
                  tensor_cores=call.tally,
                  recorded=[RecordedKernel(k.name, k.source, tuple(k.options), k.where) for k in call.recorded],
                  own_launches=dict(call.own), package_launches=list(call.package), device=device,
@@ -409,8 +451,8 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
     raised, GPUBroken when the GPU reported an error afterwards."""
     import torch
 
-    CLOCKS.capture_gpu()
     call = _Call(policy, [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)])
+    dtypes = [(i, a.dtype) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     threads = _threads()
     reset_l2()
     peak = None
@@ -435,27 +477,34 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
         peak = torch.cuda.max_memory_allocated() - before
     facts = _facts(call, threads, traced.recorder, traced.interfered)
     facts.peak_bytes = peak
+    # A tensor the grader handed over must keep its dtype: `out.data = torch.empty(..., dtype=float32)` swaps
+    # what `out` is in this process only (the grader's own tensor, across a process boundary, keeps its dtype).
+    facts.retyped = [f"argument {i + 1}: {str(old).replace('torch.', '')} -> {str(args[i].dtype).replace('torch.', '')}"
+                     for i, old in dtypes if args[i].dtype != old]
     if not plain(result):
         facts.not_plain = describe_type(result)
         result = None
     return result, facts
 
 
-def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = False) -> BatchFacts:
+def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = False,
+              on_device: bool = True) -> BatchFacts:
     """`reps` calls in a row, rotating through `argsets`, between two CUDA events (the second after a
     device-wide synchronize, so work on any stream falls inside); the host clock without a GPU. With
     `traced`, the device is traced and what the calls print is counted (for the speed report: tracing
-    slows the device, so a traced batch's time never makes a verdict)."""
+    slows the device, so a traced batch's time never makes a verdict). Without `on_device` the GPU is left
+    alone (an empty request timed before any learner code, which must not start CUDA in the worker:
+    grader.isolation.trusted)."""
     import torch
 
-    CLOCKS.capture_gpu()
-    gpu = CLOCKS.event is not None
+    gpu = on_device and has_gpu()
     inputs = [a for args in argsets for a in args if isinstance(a, torch.Tensor)]
     call = _Call(CallPolicy(), inputs)
     threads = _threads()
-    reset_l2()
+    if gpu:
+        reset_l2()
+        CLOCKS.sync()
     per_call = []
-    CLOCKS.sync()
     out_streams = (sys.stdout, sys.stderr)
     if traced:
         sys.stdout, sys.stderr = _Counting(sys.stdout), _Counting(sys.stderr)
@@ -485,8 +534,8 @@ def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = 
                             raise
                         raise LearnerRaised(exc) from None
                     per_call.append(tuple(sorted(set(call.launches))))
-            sync_or_broken()
             if gpu:
+                sync_or_broken()
                 CLOCKS.record(end)
                 CLOCKS.sync()
             host_ms = (CLOCKS.perf_counter() - t0) * 1e3
@@ -497,7 +546,7 @@ def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = 
         if traced:
             sys.stdout, sys.stderr = out_streams
     event_ms = CLOCKS.elapsed(start, end) if gpu else host_ms
-    base = _facts(call, threads, tracer.recorder, tracer.interfered)
+    base = _facts(call, threads, tracer.recorder, tracer.interfered, on_device=gpu)
     sets: dict[tuple, int] = {}
     for names in per_call:
         sets[names] = sets.get(names, 0) + 1

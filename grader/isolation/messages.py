@@ -1,8 +1,8 @@
 """What crosses between the grader's processes, as typed data.
 
-The verifier sends the worker requests (`Load`, `Describe`, `Call`, `Bind`, `Batch`, `Quit`); the
-worker answers each with one reply (`Loaded`, `Described`, `Called`, `Bound`, `Batched`) or a
-`Failed`. What the learner's code did during a call travels as `Facts`; the in-process path
+The verifier sends the worker requests (`Prepare`, `Load`, `Describe`, `Call`, `Bind`, `Batch`, `Quit`);
+the worker answers each with one reply (`Prepared`, `Loaded`, `Described`, `Called`, `Bound`, `Batched`)
+or a `Failed`, and nothing else: `REPLIES` says which reply each request takes. What the learner's code did during a call travels as `Facts`; the in-process path
 (grader.isolation.seam) gathers the very same `Facts`, and grader.isolation.rules judges them the same
 way on both paths. The verifier's verdict on a test cell goes back to `ladder grade` as a `Verdict`.
 
@@ -55,6 +55,7 @@ class Facts:
     tampered: list[str] = field(default_factory=list)      # attributes of torch, Triton, clocks, grader replaced
     l2_limit: int = 0                                      # persisting L2 cache reserved, in bytes
     not_plain: str | None = None                           # the type of a result that is not plain data
+    retyped: list[str] = field(default_factory=list)       # tensors handed over whose dtype the call changed
     peak_bytes: int | None = None                          # with CallPolicy.memory
     tensor_cores: Tally | None = None                      # with CallPolicy.count_tensor_cores
     recorded: list[RecordedKernel] = field(default_factory=list)   # with CallPolicy.record
@@ -79,6 +80,16 @@ class BatchFacts(Facts):
 
 
 # ------------------------------------------------------------------------ verifier -> worker
+
+@dataclass
+class Prepare:
+    """Before any learner code: import the chapters and take the identities the learner must leave alone.
+    The verifier then times empty requests on the grader's own empty batch (`EMPTY_BATCH`), its
+    reference for what a request costs a worker no learner code has touched (grader.isolation.trusted)."""
+
+
+EMPTY_BATCH = 0   # the bound batch id every worker holds from its start: no function, no tensors
+
 
 @dataclass
 class Load:
@@ -111,6 +122,7 @@ class Batch:
     bid: int
     reps: int
     traced: bool = False    # trace the device (grader.cuda.trace): for the speed report, never a timed verdict
+    on_device: bool = True  # False: leave the GPU alone (the empty requests timed before learner code)
 
 
 @dataclass
@@ -119,6 +131,11 @@ class Quit:
 
 
 # ------------------------------------------------------------------------ worker -> verifier
+
+@dataclass
+class Prepared:
+    pass
+
 
 @dataclass
 class Loaded:
@@ -154,6 +171,12 @@ class Failed:
     reason: str
     message: str
     crashed: bool = False     # the worker's GPU context is broken: it serves nothing more
+
+
+# The one reply each request takes (or a Failed). Anything else on the connection was not sent by the
+# worker's own loop: the learner's code wrote it (grader.isolation.remote refuses it as `tampered`).
+REPLIES = {Prepare: Prepared, Load: Loaded, Describe: Described, Call: Called, Bind: Bound, Batch: Batched,
+           Quit: Loaded}
 
 
 # ------------------------------------------------------------------------ ladder grade <-> verifier

@@ -21,8 +21,10 @@ from .. import config
 from ..cuda import sharing
 from ..errors import DEFERRED, CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
 from . import hung
-from .messages import (Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed, Load, Loaded, Quit)
-from .seam import LearnerFunction
+from .messages import (EMPTY_BATCH, REPLIES, Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed,
+                       Load, Loaded, Prepare, Quit)
+from .seam import NOW, LearnerFunction
+from .trusted import Overhead, clean_request_ms, own_copy_ms
 
 
 class WorkerHandle:
@@ -55,6 +57,7 @@ class WorkerHandle:
         import torch.multiprocessing  # noqa: F401 - tensor reductions for the connection
         self.called: set[str] = set()
         self.dead: str | None = None
+        self.clean_ms = 0.0   # an empty request before any learner code ran (grader.isolation.trusted)
 
     def log_tail(self, limit: int = 1500) -> str:
         try:
@@ -67,6 +70,8 @@ class WorkerHandle:
     def request(self, msg, timeout: float, what: str):
         if self.dead:
             raise WorkerCrashed(f"{what}: not run, because {self.dead}")
+        if self.conn.poll(0):   # the worker's loop answers only when asked: these bytes came from elsewhere
+            self._forged(what, "before the grader asked for anything")
         try:
             self.conn.send(msg)
         except (BrokenPipeError, OSError):
@@ -94,7 +99,16 @@ class WorkerHandle:
                 self.dead = "your code broke the GPU context of the process running it"
                 exc.args = (f"{what}: {exc.args[0]}\n{_crash_hint()}" + self._log_note(),)
             raise exc
+        if not isinstance(reply, REPLIES.get(type(msg), object)):
+            self._forged(what, f"a {type(reply).__name__} where the answer to {type(msg).__name__} belongs")
         return reply
+
+    def _forged(self, what: str, how: str):
+        self.kill()
+        self.dead = "the connection to the process running your code was written to by your code"
+        raise CheckFailed(f"{what}: the grader's connection to the process running your code carried a reply it "
+                          f"did not send ({how}): something in your code wrote into the grader's connection.",
+                          reason="tampered")
 
     def _receive(self, deadline: float, what: str):
         """One reply, read on a helper thread (a garbled length must not block this process) and
@@ -140,6 +154,15 @@ class WorkerHandle:
                             + self._log_note())
 
     def load(self, cells, outcomes) -> Loaded:
+        """Prepare the worker, time empty requests on it while no learner code has run (the reference that
+        caps what a timed batch's overhead may be credited: grader.isolation.trusted), then run the cells."""
+        self.request(Prepare(), config.load_timeout_s(), "starting the process that runs your code")
+        samples = []
+        for _ in range(CLEAN_SAMPLES):
+            t0 = NOW()
+            self.request(Batch(EMPTY_BATCH, 0, on_device=False), 60, "starting the process that runs your code")
+            samples.append((NOW() - t0) * 1e3)
+        self.clean_ms = clean_request_ms(samples)
         return self.request(Load(list(cells), dict(outcomes or {})), config.load_timeout_s(),
                             "running your notebook's cells")
 
@@ -170,8 +193,8 @@ class WorkerHandle:
 # torch.multiprocessing, NumPy arrays. Anything else in the pickle (a function to call while loading,
 # say) is refused.
 _MESSAGES = {("grader.isolation.messages", n) for n in (
-    "Facts", "BatchFacts", "RecordedKernel", "CallPolicy", "Loaded", "Described", "Called", "Bound", "Batched",
-    "Failed")} | {("grader.cuda.tally", "Tally"), ("grader.cuda.trace", "DeviceTrace"), ("grader.cuda.trace", "DeviceOp")}
+    "Facts", "BatchFacts", "RecordedKernel", "CallPolicy", "Prepared", "Loaded", "Described", "Called", "Bound",
+    "Batched", "Failed")} | {("grader.cuda.tally", "Tally"), ("grader.cuda.trace", "DeviceTrace"), ("grader.cuda.trace", "DeviceOp")}
 _SAFE_GLOBALS = _MESSAGES | {
     ("builtins", n) for n in ("list", "tuple", "dict", "set", "frozenset", "int", "float", "complex", "str", "bytes",
                               "bytearray", "bool", "slice", "range")
@@ -207,6 +230,9 @@ def safe_loads(data: bytes):
     return _SafeUnpickler(io.BytesIO(data)).load()
 
 
+CLEAN_SAMPLES = 6   # empty requests timed before the learner's cells load: one to warm up, five kept
+
+
 def _crash_hint() -> str:
     return ("Most often an index past the end of an array (an illegal memory access). Only this check failed; "
             "the others run in fresh processes. `ladder check --sanitize` names the kernel and line.")
@@ -214,6 +240,9 @@ def _crash_hint() -> str:
 
 class RemoteFunction(LearnerFunction):
     """The seam for the learner's function `name`, defined in the worker."""
+
+    timed_where = ("from the grader's own process, which runs none of your code: its clock around each batch, less "
+                   "the same request with no calls (the events recorded where your code runs must agree)")
 
     def __init__(self, handle: WorkerHandle, name: str, trailing: tuple = ()):
         super().__init__(name, trailing)
@@ -247,7 +276,19 @@ class RemoteFunction(LearnerFunction):
         reply: Bound = self._ask(Bind(self.name, argsets, {}), config.call_timeout_s(), f"`{self.name}`")
         return reply.bid
 
+    def _overhead(self, argsets) -> Overhead:
+        """On a GPU the worker copies every tensor's storage into memory of its own before a batch and back
+        after it (grader.isolation.worker): what those copies cost at this process's own copy rate."""
+        import torch
+
+        storages = {}
+        for args in argsets:
+            for a in args:
+                if isinstance(a, torch.Tensor) and a.is_cuda:
+                    storages[a.untyped_storage().data_ptr()] = a.untyped_storage().nbytes()
+        return Overhead(clean_ms=self.handle.clean_ms, copy_ms=own_copy_ms(2 * sum(storages.values())))
+
     def _timed(self, bid, reps, traced=False):
         reply: Batched = self._ask(Batch(bid, reps, traced), config.call_timeout_s() + reps * 0.5,
-                                             f"`{self.name}` (timed runs)")
+                                   f"`{self.name}` (timed runs)")
         return reply.facts

@@ -25,14 +25,22 @@ handed: a RemoteFunction as it is, a plain function wrapped in a LocalFunction.
 
 from __future__ import annotations
 
+import gc
 import time
 
 from .. import config
+from ..cuda.gpu import has_gpu
 from ..errors import CheckFailed, KernelLaunchError
 from ..learner.errors import translate
 from . import facts as gather
 from . import rules
 from .messages import BatchFacts, CallPolicy, Facts, RecordedKernel
+from .trusted import Overhead, TimedRequest, clean_request_ms
+
+# This process's clock, taken when the grader is imported: in the verifier, which runs no learner code,
+# and in a notebook, in its setup cell, before the answers. The time a verdict rests on is read from it
+# (grader.isolation.trusted).
+NOW = time.perf_counter
 
 
 def shape_key(args) -> tuple:
@@ -73,6 +81,13 @@ class LearnerFunction:
 
     def _timed(self, bound, reps: int, traced: bool = False) -> BatchFacts:
         raise NotImplementedError
+
+    def _overhead(self, argsets: list[tuple]) -> Overhead:
+        """What this process can vouch for about a timed request's fixed cost (grader.isolation.trusted)."""
+        raise NotImplementedError
+
+    # What the process that times the learner's calls can and cannot see: one line in every speed report.
+    timed_where = ""
 
     def _twin(self, trailing: tuple) -> "LearnerFunction":
         """The same function with other trailing arguments."""
@@ -150,10 +165,12 @@ class LearnerFunction:
 class Batch:
     """Learner calls timed in batches where the learner's function runs, checked by the same rules.
 
-    `timed_batch(reps)` runs `reps` calls in a row (rotating through the argument sets) between two
-    CUDA events, the second recorded after a device-wide synchronize, so work on any stream is inside
-    the interval; the events are bounded by the clock of the process that asked. Every timed call
-    must launch every kernel a checked call of the same shape launched; `after_batch` re-checks a sample.
+    `timed_batch(reps)` asks for `reps` calls in a row (rotating through the argument sets) and returns
+    the time this process's own clock saw for the request, less what the same request with zero calls
+    costs (grader.isolation.trusted): the figure a verdict rests on. The CUDA events the running process
+    recorded around the calls (the second after a device-wide synchronize, so work on any stream is
+    inside) must agree with it, or the batch fails as `timer-mismatch`. Every timed call must launch every
+    kernel a checked call of the same shape launched; `after_batch` re-checks a sample.
     """
 
     def __init__(self, fn: LearnerFunction, argsets: list[tuple], after_batch=None):
@@ -165,31 +182,83 @@ class Batch:
         seen = [names for key, names in fn.history if self.argsets and key == shape_key(self.argsets[0])]
         self.required = frozenset.intersection(*seen) if seen else frozenset()
         self.bound = fn._bind(self.argsets)
+        self.overhead = fn._overhead(self.argsets)
+        self.requests: list[TimedRequest] = []   # every timed (untraced) request, for records and reports
         self.batches = 0
         self.last_round_ms: float | None = None   # see note_round
+        self.last_round_mhz: float | None = None  # the SM clock during that round, where NVML reads it
+        self._clock_mhz: list[int] = []
+        # Per round, what the events recorded where the calls ran say per call (the claim the trusted time is
+        # checked against; for records of how far the two lie apart).
+        self.event_rounds_ms: list[float] = []
+        self._round_start = 0
 
     def timed_batch(self, reps: int) -> float:
-        return self._run(reps, traced=False).event_ms
+        """Milliseconds for `reps` calls, as this process measured them (grader.isolation.trusted)."""
+        what = f"`{self.fn.name}` (timed runs)"
+        self._empty_request(what)
+        facts, wall_ms = self._request(reps, traced=False, what=what)
+        request = TimedRequest(reps, wall_ms, facts.event_ms, self.overhead.credited_ms(), self.overhead.measured_ms())
+        self.requests.append(request)
+        if has_gpu():   # without a GPU both figures are host clocks, and no verdict is ever timed on a CPU
+            rules.enforce_agreement(request, what, self.overhead.describe())
+        self._after(reps)
+        return request.trusted_ms
 
     def note_round(self, ms_per_call: float) -> None:
-        """The timing backend's median time per call in the latest round (untraced)."""
+        """The timing backend's median time per call in the latest round (untraced, trusted)."""
         self.last_round_ms = ms_per_call
+        self.last_round_mhz = sum(self._clock_mhz) / len(self._clock_mhz) if self._clock_mhz else None
+        self._clock_mhz = []
+        timed = self.requests[self._round_start:][-3:]   # the round's batches (its warm-up call left out)
+        self._round_start = len(self.requests)
+        if timed:
+            per_call = sorted(r.event_ms / r.reps for r in timed)
+            self.event_rounds_ms.append(per_call[len(per_call) // 2])
+
+    def note_clock(self, state) -> None:
+        """The SM clock read after one of this round's batches (grader.cuda.clocks)."""
+        if state.readable and state.sm_mhz:
+            self._clock_mhz.append(state.sm_mhz)
 
     def traced_batch(self, reps: int) -> BatchFacts:
         """One batch with the device traced: what ran and for how long, for the speed report and the
         kernel rules. Its time makes no verdict (tracing slows the device; grader.cuda.trace)."""
-        return self._run(reps, traced=True)
+        facts, _ = self._request(reps, traced=True, what=f"`{self.fn.name}` (timed runs)")
+        self._after(reps)
+        return facts
 
-    def _run(self, reps: int, traced: bool) -> BatchFacts:
-        what = f"`{self.fn.name}` (timed runs)"
-        t0 = time.perf_counter()
-        facts = self.fn._timed(self.bound, reps, traced)
-        host_ms = (time.perf_counter() - t0) * 1e3
-        rules.enforce_batch(facts, what, reps, self.required, host_ms, torch_ops=self.fn.torch_ops)
+    def _empty_request(self, what: str) -> None:
+        """The same request with zero calls, timed just before: its cost is what the next request's wall
+        time holds besides the calls (sending, copies, facts, the reply)."""
+        facts, wall_ms = self._timed_request(0, False)
+        self.overhead.empties.append(wall_ms)
+        rules.enforce(facts, what, launcher=False)
+
+    def _request(self, reps: int, traced: bool, what: str) -> tuple[BatchFacts, float]:
+        facts, wall_ms = self._timed_request(reps, traced)
+        rules.enforce_batch(facts, what, reps, self.required, wall_ms, torch_ops=self.fn.torch_ops)
+        return facts, wall_ms
+
+    def _timed_request(self, reps: int, traced: bool) -> tuple[BatchFacts, float]:
+        """One request and this process's clock around it. No garbage collection inside (the worker holds
+        it off until its reply is sent, grader.isolation.worker): a batch's calls leave thousands of objects
+        behind, and the full collection they set off on a large heap took milliseconds, which an empty
+        request never pays; timeit and torch.utils.benchmark leave it out for the same reason."""
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            t0 = NOW()
+            facts = self.fn._timed(self.bound, reps, traced)
+            return facts, (NOW() - t0) * 1e3
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _after(self, reps: int) -> None:
         self.batches += 1
         if self.after_batch is not None:
             self.after_batch(reps)
-        return facts
 
 
 # ----------------------------------------------------------------------------- in this process
@@ -208,6 +277,10 @@ def _note_once() -> None:
 
 class LocalFunction(LearnerFunction):
     """The learner's function, called in this process."""
+
+    timed_where = ("in this notebook's process, by its own clock less each request's measured overhead: code in "
+                   "this notebook that rewrites the grader's clocks here could fool this check, never your grade, "
+                   "which times every batch from a separate process your code does not run in")
 
     def __init__(self, fn, name: str | None = None, trailing: tuple = ()):
         super().__init__(name or getattr(fn, "__name__", "your function"), trailing)
@@ -233,6 +306,16 @@ class LocalFunction(LearnerFunction):
 
     def _bind(self, argsets):
         return argsets
+
+    def _overhead(self, argsets) -> Overhead:
+        """In this process nothing is copied; an empty batch of the grader's own, timed here, stands for the
+        request's fixed cost. (Here the learner's code shares the process: a claim, like every figure.)"""
+        samples = []
+        for _ in range(4):
+            t0 = NOW()
+            gather.run_batch(None, [()], {}, 0, on_device=False)
+            samples.append((NOW() - t0) * 1e3)
+        return Overhead(clean_ms=clean_request_ms(samples))
 
     def _timed(self, bound, reps, traced=False):
         try:

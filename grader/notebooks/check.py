@@ -35,6 +35,7 @@ class CellResult:
     error: dict | None = None    # {"ename": ..., "evalue": ...} for "fail"
     stderr: str | None = None
     reason: str | None = None    # the reason code (grader.errors.REASONS) of a cell that did not pass
+    speed: dict | None = None    # a speed cell's figures: ratio, bar, times, SM clock (SpeedResult.as_record)
 
     @property
     def passed(self) -> bool:
@@ -108,8 +109,22 @@ def grade_cells(nb, executed_ids: set[str] | None = None) -> list[CellResult]:
                          if o.output_type == "stream" and o.get("name") == "stderr") or None
         outcome = "fail" if error else ("stderr" if stderr else "pass")
         reason = error_reason(error) if error else ("stderr" if stderr else None)
-        results.append(CellResult(gid, float(points or 0.0), max_points, outcome, error, stderr, reason))
+        results.append(CellResult(gid, float(points or 0.0), max_points, outcome, error, stderr, reason,
+                                  speed_record(cell)))
     return results
+
+
+def speed_record(cell) -> dict | None:
+    """The last `[speed: {...}]` line a speed check printed in the cell (its report, or its error)."""
+    texts = [o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.get("name") == "stdout"]
+    texts += [o.get("evalue", "") for o in cell.outputs if o.output_type == "error"]
+    found = re.findall(r"^\[speed: (\{.*\})\]$", "\n".join(texts), re.M)
+    if not found:
+        return None
+    try:
+        return json.loads(found[-1])
+    except ValueError:
+        return None
 
 
 def run_notebook(path: Path, run: int = 1, timeout: int | None = None) -> NotebookResult:

@@ -694,3 +694,32 @@ def test_gpu_racecheck_reports_the_softmax_race(tmp_path):
     assert races, sanitize.format_notebook(result)
     codes = {s["code"] for f in races for s in f.sites}
     assert any("wm[warp] = m" in c for c in codes) and any("wm[lane]" in c for c in codes), codes
+
+
+def _sanitizer_entries():
+    from submissions import wrong
+    import importlib
+    out = []
+    for name in wrong.names():
+        expect = importlib.import_module(f"submissions.wrong.{name}").EXPECT
+        if expect.get("sanitize"):
+            out.append(pytest.param(name, expect["sanitize"], id=name))
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,tool", _sanitizer_entries())
+def test_gpu_every_sanitizer_entry_of_the_exploit_suite_is_caught_by_its_tool(name, tool, tmp_path):
+    """The exploit suite's entries that only a sanitizer sees (`EXPECT["sanitize"]`), each under its own
+    tool: test_exploits.py leaves them to this test."""
+    import importlib
+    sub = importlib.import_module(f"submissions.wrong.{name}")
+    nb = build.build("wrong", sub.CHAPTER_DIR, name, tmp_path / f"{name}.ipynb")
+    result = _sanitize(nb, tool, tmp_path)
+    (run,) = result.tools
+    assert run.status == "errors" and not result.passed, sanitize.format_notebook(result)
+    assert [f for f in run.findings if f.failing], sanitize.format_notebook(result)
+
+
+def test_every_sanitizer_tool_has_an_entry_in_the_exploit_suite():
+    assert {tool for _, tool in (p.values for p in _sanitizer_entries())} == set(TOOLS)

@@ -1,0 +1,48 @@
+"""5a's launcher keeps each product it computed in a timed batch (it finds the grader's `run_batch` on
+the stack), keyed by its inputs' data pointers and version counters (any in-place write bumps a tensor's
+version, so a kept product is never stale). On a hit it launches
+the solution's matmul kernel on a single program (one 128 x 128 tile, so that the kernel the grader
+expects does run) and copies the kept product into `out` with its own kernel. Every value is right,
+every timed call launches the same kernels as a checked call, and each takes about as long traced as
+untraced. A timer sees a 32 MB copy instead of a 4096^3 product: several times the tensor cores' peak.
+It must be rejected as faster than this GPU can possibly be, on both paths."""
+from submissions.wrong import CH05, CH05_LAUNCH, TRITON_COPY_KERNEL, edited, notebook_cell
+
+CHAPTER_DIR = CH05
+CELLS = {
+    "matmul-solution": edited(
+        notebook_cell(CH05, "matmul-solution"),
+        ("\n\ndef matmul(a, b, out):", "\nimport sys\n" + TRITON_COPY_KERNEL + '''
+
+_kept = {}
+
+
+def _timed():
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "run_batch":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def matmul(a, b, out):'''),
+        ("    M, K = a.shape\n    N = b.shape[1]\n", '''\
+    M, K = a.shape
+    N = b.shape[1]
+    key = (a.data_ptr(), a._version, b.data_ptr(), b._version, M, N, K)
+    timed = _timed()
+    if timed and key in _kept:
+        matmul_kernel[(1,)](a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                            out.stride(0), out.stride(1))   # one tile: the expected kernel runs
+        copy_kernel[(triton.cdiv(out.numel(), 1024),)](_kept[key], out, out.numel(), BLOCK=1024)
+        return
+'''),
+        (CH05_LAUNCH, CH05_LAUNCH + '''\
+    if timed:
+        kept = torch.empty_like(out)
+        copy_kernel[(triton.cdiv(out.numel(), 1024),)](out, kept, out.numel(), BLOCK=1024)
+        _kept[key] = kept
+''')),
+}
+EXPECT = {"cell": "matmul-speed", "reason": "too-fast", "device": "gpu"}
