@@ -180,11 +180,16 @@ def _on_dask(client, order: list[tuple[StudentJob, int]], ws: Workspace, shown: 
     pending: dict = {}
     gpu_notes: dict[str, list[str]] = {}
     grades = []
-    while queue or pending:
-        slots = _gpu_slots(client)
-        while queue and len(pending) < slots:
+
+    def fill(free: int) -> None:
+        """Start the next students on `free` GPUs."""
+        while queue and free > 0:
             job, round_ = queue.popleft()
             pending[submit(job, round_)] = (job, round_)
+            free -= 1
+
+    while queue or pending:
+        fill(_gpu_slots(client) - len(pending))
         if not pending:   # workers still starting (batch jobs in a queue): wait for a GPU to appear
             client.wait_for_workers(1, timeout=None)
             continue
@@ -196,8 +201,12 @@ def _on_dask(client, order: list[tuple[StudentJob, int]], ws: Workspace, shown: 
         for student, tries in attempts.items():
             if student not in shown.running and any(j.student == student for j, _ in pending.values()):
                 shown.started(student, tries[-1]["where"], tries[-1]["started"])
-        for future in done:
-            job, round_ = pending.pop(future)
+        ended = [(future, *pending.pop(future)) for future in done]
+        # The GPUs of students that finished cleanly start their next student before those are recorded: recording
+        # (nbgrader's autograde and feedback, here, one student after another) would otherwise keep them idle. A GPU
+        # that failed waits until its worker is retired below.
+        fill(sum(1 for future, _, _ in ended if future.status == "finished" and not future.result().gpu_failure))
+        for future, job, round_ in ended:
             tries = attempts.get(job.student, [])
             this_round = [t for t in tries if t.get("key") == future.key]
             # every attempt of this round but the last ended with its worker (Dask moved the student on); the
