@@ -22,6 +22,8 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
 | LADDER_SHARED_GPU             | unset   | "1" in a check run ahead of its notebook, beside others on the same GPU (grader/notebooks/ahead.py): anything it would time defers it (grader/cuda/sharing.py) |
 | LADDER_CHECKS_AT_ONCE         | half the CPUs, at most 8 | how many of a notebook's graded checks `ladder grade` and `ladder check --isolated` run ahead of the notebook at once; 1 runs every check when its cell is reached |
+| LADDER_HOST_CHECKS            | the CPUs | how many checks ahead all the students graded on one machine run at once (grader/notebooks/slots.py): each GPU worker of `ladder grade --gpus N` runs its student's checks ahead as if alone, and waits for a slot of the machine's |
+| LADDER_HUNG_RECORD            | unset   | set by grader/notebooks/nbexec.py for one notebook's run: the file where its checks name the learner functions that hung (grader/isolation/hung.py) |
 | LADDER_GRADER_RUN             | unset   | "1" in the kernels of `ladder check` and `ladder grade` (set by grader/notebooks/nbexec.py): `profile()` shows the recorded rungs instead of running Nsight Compute |
 """
 
@@ -149,29 +151,50 @@ def shared_gpu() -> bool:
     return _get("LADDER_SHARED_GPU") == "1"
 
 
+def _at_least_one(name: str, default: int, meaning_of_one: str = "") -> int:
+    """A whole-number setting of at least 1, or `default` where unset."""
+    raw = _get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a whole number") from None
+    if value < 1:
+        raise ValueError(f"{name}={raw!r}: at least 1{meaning_of_one}")
+    return value
+
+
 def checks_at_once() -> int:
     """How many graded checks of one notebook run at once ahead of it (grader.notebooks.ahead); 1: none ahead.
     By default half the CPUs the process may use, at most 8: the checks compile kernels on the CPU, and each
-    holds a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. `ladder grade --gpus N` sets it
-    for its workers from the CPUs each GPU's worker gets (grader.classgrade.cluster)."""
-    raw = _get("LADDER_CHECKS_AT_ONCE")
-    if raw not in (None, ""):
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValueError(f"LADDER_CHECKS_AT_ONCE={raw!r} is not a whole number") from None
-        if value < 1:
-            raise ValueError(f"LADDER_CHECKS_AT_ONCE={raw!r}: at least 1 (1 runs no check ahead)")
-        return value
+    holds a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. Under `ladder grade --gpus N`
+    every worker's student runs as wide, and the machine's CPUs are shared through host_checks."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(8, cpus // 2))
+    return _at_least_one("LADDER_CHECKS_AT_ONCE", max(1, min(8, cpus // 2)), " (1 runs no check ahead)")
+
+
+def host_checks() -> int:
+    """How many checks ahead may run at once on this machine, all its students together (grader.notebooks.slots):
+    by default one a CPU, so that N GPU workers each running a student's checks ahead as wide as alone
+    (checks_at_once) do not ask the CPUs for N times what one student alone does."""
+    return _at_least_one("LADDER_HOST_CHECKS", max(1, os.cpu_count() or 1))
+
+
+def hung_record() -> str | None:
+    """The file of this notebook run's hung learner functions (grader.isolation.hung), if any. Read from the
+    environment as it is now: nbexec sets it for each run, after any pin."""
+    return os.environ.get("LADDER_HUNG_RECORD") or None
+
+
+HUNG_RECORD = "LADDER_HUNG_RECORD"
 
 
 # The variables above, for a child process that must see the same settings and for tests.
 VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
              "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_UNCHECKED", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
              "LADDER_NO_DISASSEMBLER", "LADDER_QUIET_START", "LADDER_TRACE", "LADDER_SHARED_GPU",
-             "LADDER_CHECKS_AT_ONCE", GRADER_RUN)
+             "LADDER_CHECKS_AT_ONCE", "LADDER_HOST_CHECKS", HUNG_RECORD, GRADER_RUN)
 
 
 def grader_run() -> bool:

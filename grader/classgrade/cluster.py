@@ -83,7 +83,9 @@ def client_for(where: Where):
     distributed = _need("distributed")
     with dask.config.set({"distributed.scheduler.allowed-failures": where.retries,
                           # a student's grading holds its worker's only thread for minutes; that is work, not a hang
-                          "distributed.admin.tick.limit": "1h"}):
+                          "distributed.admin.tick.limit": "1h",
+                          # a student queued behind a straggler moves to a free worker (grader.classgrade.schedule)
+                          "distributed.scheduler.work-stealing": True}):
         cluster = None
         try:
             if where.scheduler:
@@ -112,9 +114,9 @@ def _local_or_batch(where: Where, distributed):
         if where.gpus > available:
             raise LadderError(f"--gpus {where.gpus}: this machine shows {available} GPU(s)")
         dask_cuda = _need("dask_cuda")
-        # Each worker grades one student at a time, and runs that student's checks ahead of the notebook
-        # (grader.notebooks.ahead): half of this machine's CPUs shared among the workers, unless set.
-        os.environ.setdefault("LADDER_CHECKS_AT_ONCE", str(max(1, min(8, (os.cpu_count() or 2) // (2 * where.gpus)))))
+        # Each worker grades one student at a time and runs that student's checks ahead of the notebook as wide
+        # as a student graded alone (grader.notebooks.ahead); the workers share the machine's CPUs through its
+        # check slots (grader.notebooks.slots), not by a fixed part each.
         devices = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = [d.strip() for d in devices.split(",")] if devices else [str(i) for i in range(available)]
         return dask_cuda.LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(ids[:where.gpus]), threads_per_worker=1,

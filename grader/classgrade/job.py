@@ -30,6 +30,8 @@ class StudentResult:
     grader_sha256: str               # the worker's grader: a different one is refused
     error: str | None = None         # a failure of grading itself (not of the student's code)
     gpu_failure: str | None = None   # the GPU stopped working while this student was graded: grade again elsewhere
+    started: float = 0.0             # when the worker began (time.time()): the class's GPU-busy fraction
+    split: dict = field(default_factory=dict)   # where `seconds` went (grader.classgrade.timing.student_split)
 
 
 @dataclass
@@ -54,3 +56,5 @@ class StudentGrade:
     # Each graded cell that did not pass: grade_id -> (reason code, the first line of its message), as
     # `ladder check --json` gives them (grader.notebooks.check).
     cell_reasons: dict[str, tuple[str, str]] = field(default_factory=dict)
+    started: float = 0.0     # when its worker began (time.time()), 0 where not graded in this run
+    split: dict = field(default_factory=dict)   # where its seconds went (grader.classgrade.timing.student_split)

@@ -1,7 +1,8 @@
 """The journal of graded students, a table beside nbgrader's in the gradebook's own database.
 
 One row per (assignment, student): the hashes the grade was made from (grader.classgrade.identity), the
-score, where and how long it ran, how many attempts it took and why earlier ones ended. A row is written
+score, where and how long it ran, how many attempts it took and why earlier ones ended; beside it, in a
+table of its own, where those seconds went. A row is written
 only after nbgrader has recorded the grade, so a run killed at any point loses no recorded grade and
 repeats at most the students in flight; `ladder grade` run again skips a student whose row matches.
 nbgrader's schema has no place for this; the table lives in the same database (SQLite or PostgreSQL,
@@ -50,6 +51,16 @@ TABLE = Table(
     Column("graded_at", DateTime(timezone=True)),
 )
 
+# Where each recorded student's seconds went (grader.classgrade.timing.student_split), as JSON, and when its
+# worker began: a table of its own, so that a gradebook made before it keeps its journal as it was.
+SPLIT_TABLE = Table(
+    "ladder_grading_split", MetaData(),
+    Column("assignment", String(128), primary_key=True),
+    Column("student", String(128), primary_key=True),
+    Column("started", Float),
+    Column("split", Text),
+)
+
 
 @dataclass
 class Entry:
@@ -85,7 +96,8 @@ class Journal:
     def __init__(self, db_url: str):
         self.engine = create_engine(db_url)
         try:
-            retrying(lambda: TABLE.create(self.engine, checkfirst=True))
+            for table in (TABLE, SPLIT_TABLE):
+                retrying(lambda table=table: table.create(self.engine, checkfirst=True))
         except OperationalError as exc:   # the first contact with the gradebook: say which, and why
             shown = make_url(db_url).render_as_string(hide_password=True)
             reason = str(exc.orig or exc).strip().splitlines()[0]
@@ -99,15 +111,26 @@ class Journal:
                                     r["grader_sha256"], r["score"], r["max_score"], r["seconds"], r["worker"],
                                     r["attempts"], json.loads(r["notes"] or "[]")) for r in rows}
 
-    def record(self, entry: Entry) -> None:
+    def record(self, entry: Entry, split: dict | None = None, started: float = 0.0) -> None:
+        """Write `entry`, with where its seconds went (`split`), replacing the student's earlier rows."""
         row = dict(entry.__dict__, notes=json.dumps(entry.notes), graded_at=datetime.now(UTC))
 
         def write():
             with self.engine.begin() as conn:
-                conn.execute(delete(TABLE).where(and_(TABLE.c.assignment == entry.assignment,
-                                                      TABLE.c.student == entry.student)))
+                for table in (TABLE, SPLIT_TABLE):
+                    conn.execute(delete(table).where(and_(table.c.assignment == entry.assignment,
+                                                          table.c.student == entry.student)))
                 conn.execute(TABLE.insert().values(**row))
+                if split:
+                    conn.execute(SPLIT_TABLE.insert().values(assignment=entry.assignment, student=entry.student,
+                                                             started=started, split=json.dumps(split)))
         retrying(write)
+
+    def splits(self, assignment: str) -> dict[str, dict]:
+        """student -> where their last grading's seconds went, and when it began (`started`)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(SPLIT_TABLE).where(SPLIT_TABLE.c.assignment == assignment)).mappings().all()
+        return {r["student"]: dict(json.loads(r["split"] or "{}"), started=r["started"]) for r in rows}
 
     def close(self) -> None:
         self.engine.dispose()

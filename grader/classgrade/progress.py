@@ -97,3 +97,32 @@ def cell_lines(grade: StudentGrade) -> list[str]:
             line += f"  [{reason}] {message}"
         lines.append(line)
     return lines
+
+
+def where_time_went(grades: list[StudentGrade], longest: int = 5) -> list[str]:
+    """For the instructor: how busy each GPU was from the run's first student to its last (a GPU idle while
+    another still works is time the class waited), and the longest students with why they were long
+    (grader.classgrade.timing.reasons)."""
+    from .timing import reasons
+
+    ran = [g for g in grades if g.started and not g.skipped]
+    if not ran:
+        return []
+    first = min(g.started for g in ran)
+    span = max(g.started + g.seconds for g in ran) - first
+    if span <= 0:
+        return []
+    lines = [f"\nwhere the time went ({len(ran)} student(s) graded in {span:.0f} s):"]
+    per_gpu: dict[str, list[StudentGrade]] = {}
+    for g in ran:
+        per_gpu.setdefault(g.worker, []).append(g)
+    for worker, mine in sorted(per_gpu.items()):
+        busy = sum(g.seconds for g in mine)
+        last = max(g.started + g.seconds for g in mine) - first
+        lines.append(f"    {worker:<28} busy {100 * busy / span:5.1f}%  ({len(mine)} student(s), {busy:.0f} s; "
+                     f"its last finished at {last:.0f} s)")
+    lines.append("  longest students:")
+    for g in sorted(ran, key=lambda g: -g.seconds)[:longest]:
+        why = "; ".join(reasons(g.split)) if g.split else ""
+        lines.append(f"    {g.student:<20} {g.seconds:5.0f} s on {g.worker}" + (f": {why}" if why else ""))
+    return lines

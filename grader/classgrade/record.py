@@ -173,11 +173,11 @@ class Workspace:
         grade = StudentGrade(job.student, score, max_score, cells,
                              self.feedback_path(job.student) if fb["success"] else None, error,
                              kernel_losses(self.autograded_path(job.student)), result.seconds, result.worker,
-                             attempts, notes)
+                             attempts, notes, started=result.started, split=result.split)
         if error is None:
             self.journal.record(Entry(job.assignment, job.student, job.submission_sha256, job.source_sha256,
                                       job.grader_sha256, score, max_score, result.seconds, result.worker,
-                                      attempts, notes + grade.kernel_losses))
+                                      attempts, notes + grade.kernel_losses), result.split, result.started)
         return grade
 
     def skipped(self, entry: Entry) -> StudentGrade:

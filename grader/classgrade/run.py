@@ -20,12 +20,12 @@ from ..errors import LadderError
 from ..notebooks.check import failed_cells
 from ..notebooks.course import SOURCE_DIR, assignments, repo_root
 from ..notebooks.recognise import course_root, recognise
-from . import task
+from . import schedule, task
 from .cluster import RESOURCE, Where, client_for, dashboard
 from .export import write_cells, write_grades
 from .identity import bars_bytes, files_sha256, folder_files, grader_sha256, sha256
 from .job import StudentGrade, StudentJob, StudentResult
-from .progress import Progress, summary
+from .progress import Progress, summary, where_time_went
 from .record import Workspace
 
 
@@ -86,6 +86,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
         os.environ["LADDER_BARS"] = str(Path(bars).resolve())  # the notebook kernels inherit it
     try:   # read here, before any student: inside a notebook's run a bad value would fail every student
         config.checks_at_once()
+        config.host_checks()
     except ValueError as exc:
         raise LadderError(str(exc)) from None
     students = collect_submissions(Path(submissions).resolve(), assignment, source_nb.name)
@@ -127,7 +128,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
                     echo(f"Dask: {len(client.scheduler_info().get('workers', {}))} worker(s) at "
                          f"{client.scheduler.address}" + (f"; dashboard: {link}" if link else
                                                           " (pip install bokeh for its dashboard)"))
-                    grades += _on_dask(client, jobs, ws, shown, where.retries)
+                    grades += _on_dask(client, schedule.longest_first(jobs, recorded), ws, shown, where.retries)
         finally:
             shown.close()
         # Every student grading failed for (a worker, a GPU, nbgrader) still gets a row and a page; every
@@ -142,7 +143,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
         ws.record_not_graded(grades)
     finally:
         ws.close()
-    for line in summary(grades):
+    for line in summary(grades) + where_time_went(grades):
         echo(line)
     echo(f"grades: {csv_path}\nfeedback: {ws.folder / 'feedback'}"
          + (f"\ncells: {cells_csv.resolve()}" if cells_csv is not None else ""))
@@ -197,8 +198,10 @@ def _takes_n_workers(client) -> bool:
     return "n_workers" in inspect.signature(client.scheduler_info).parameters
 
 
-def _on_dask(client, jobs: list[StudentJob], ws: Workspace, shown: Progress, retries: int) -> list[StudentGrade]:
-    """Grade on Dask's workers. This process is the queue: it keeps at most one student per GPU the workers
+def _on_dask(client, order: list[tuple[StudentJob, int]], ws: Workspace, shown: Progress,
+             retries: int) -> list[StudentGrade]:
+    """Grade on Dask's workers, in `order` (grader.classgrade.schedule: the longest expected first, each with its
+    Dask priority). This process is the queue: it keeps at most one student per GPU the workers
     offer in flight, so that a worker never holds a second student waiting (Dask would count a worker's
     death against every task assigned to it) and the table of who runs where is exact."""
     from collections import deque
@@ -207,17 +210,24 @@ def _on_dask(client, jobs: list[StudentJob], ws: Workspace, shown: Progress, ret
 
     def submit(job: StudentJob, round_: int):
         return client.submit(task.grade_student, job, key=f"grade-{job.assignment}-{job.student}-"
-                             f"{job.submission_sha256[:12]}-{round_}", resources=RESOURCE, pure=False)
+                             f"{job.submission_sha256[:12]}-{round_}", resources=RESOURCE, pure=False,
+                             priority=priority[job.student])
 
-    queue = deque((job, 0) for job in jobs)
+    priority = {job.student: value for job, value in order}
+    queue = deque((job, 0) for job, _ in order)
     pending: dict = {}
     gpu_notes: dict[str, list[str]] = {}
     grades = []
-    while queue or pending:
-        slots = _gpu_slots(client)
-        while queue and len(pending) < slots:
+
+    def fill(free: int) -> None:
+        """Start the next students on `free` GPUs."""
+        while queue and free > 0:
             job, round_ = queue.popleft()
             pending[submit(job, round_)] = (job, round_)
+            free -= 1
+
+    while queue or pending:
+        fill(_gpu_slots(client) - len(pending))
         if not pending:   # workers still starting (batch jobs in a queue): wait for a GPU to appear
             client.wait_for_workers(1, timeout=None)
             continue
@@ -229,8 +239,12 @@ def _on_dask(client, jobs: list[StudentJob], ws: Workspace, shown: Progress, ret
         for student, tries in attempts.items():
             if student not in shown.running and any(j.student == student for j, _ in pending.values()):
                 shown.started(student, tries[-1]["where"], tries[-1]["started"])
-        for future in done:
-            job, round_ = pending.pop(future)
+        ended = [(future, *pending.pop(future)) for future in done]
+        # The GPUs of students that finished cleanly start their next student before those are recorded: recording
+        # (nbgrader's autograde and feedback, here, one student after another) would otherwise keep them idle. A GPU
+        # that failed waits until its worker is retired below.
+        fill(sum(1 for future, _, _ in ended if future.status == "finished" and not future.result().gpu_failure))
+        for future, job, round_ in ended:
             tries = attempts.get(job.student, [])
             this_round = [t for t in tries if t.get("key") == future.key]
             # every attempt of this round but the last ended with its worker (Dask moved the student on); the

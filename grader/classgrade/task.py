@@ -77,7 +77,14 @@ def _student_environment(job: StudentJob, scratch: Path):
         os.environ["TRITON_CACHE_DIR"] = str(caches / "triton")
         os.environ["CUPY_CACHE_DIR"] = str(caches / "cupy")
         os.environ["TRITON_CACHE_AUTOTUNING"] = "1"
-        yield
+        own_gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+        if own_gpu:
+            # dask-cuda lists every GPU of the machine, this worker's first: the student's processes (the notebook's
+            # kernel, every check's verifier and worker) see only their own, so that none starts CUDA on the others
+            # (each process's CUDA start grows with the GPUs it sees) and a student's code cannot reach, or time
+            # itself against, another student's GPU.
+            os.environ["CUDA_VISIBLE_DEVICES"] = own_gpu
+        yield caches
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -114,7 +121,9 @@ def grade_student(job: StudentJob) -> StudentResult:
     _note_attempt(job)
     scratch = _scratch()
     workspace = scratch / "course"
-    with _student_environment(job, scratch):
+    started = time.time()
+    usage = _Usage()
+    with _student_environment(job, scratch) as caches:
         mine = grader_sha256(job.bars)
         if mine != job.grader_sha256:
             return StudentResult(job.student, None, time.perf_counter() - start, where(), mine,
@@ -140,11 +149,45 @@ def grade_student(job: StudentJob) -> StudentResult:
             error = (auto.get("error") or auto.get("log") or "autograde failed") + "\n" + err.summary()
         for folder in (submitted, autograded):
             shutil.rmtree(folder, ignore_errors=True)
+        built = _compiled(caches)
     failure = None
     if data is not None and any(mark in data.decode("utf-8", "replace") for mark in _SUSPECT):
         failure = gpu_failure()
-    return StudentResult(job.student, None if failure else data, time.perf_counter() - start, where(), mine,
-                         error=error, gpu_failure=failure)
+    seconds = time.perf_counter() - start
+    return StudentResult(job.student, None if failure else data, seconds, where(), mine, error=error,
+                         gpu_failure=failure, started=started, split=usage.split(seconds, data, built))
+
+
+class _Usage:
+    """What one student's grading used of this machine, for the journal's split of their seconds
+    (grader.classgrade.timing.student_split): this process's and its reaped children's CPU time (nbgrader, the
+    notebook's kernel), the load when it began, the CPUs it may use."""
+
+    def __init__(self):
+        self.cpu = _cpu_seconds()
+        self.load = os.getloadavg()[0]
+
+    def split(self, seconds: float, executed: bytes | None, built: dict) -> dict:
+        from .timing import student_split
+
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        return student_split(executed, seconds, _cpu_seconds() - self.cpu, cpus, self.load, os.getloadavg()[0],
+                             built)
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def _compiled(caches: Path) -> dict:
+    """What the student's grading compiled and autotuned, counted in their own caches before they go:
+    Triton's and CuPy's binaries, and Triton's autotuning results (TRITON_CACHE_AUTOTUNING)."""
+    files = [p.name for p in caches.rglob("*") if p.is_file()] if caches.is_dir() else []
+    return {"kernels": sum(name.endswith((".cubin", ".hsaco")) for name in files),
+            "autotuned": sum(name.endswith(".autotune.json") for name in files)}
 
 
 def settings_to_ship() -> dict[str, str]:

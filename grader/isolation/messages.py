@@ -216,6 +216,9 @@ class Verdict:
     # Of `seconds`, the time the worker took to start and run the learner's cells (imports, compiling):
     # where a check's time goes, reported per cell by `ladder grade` (grader.notebooks.nbexec).
     load_seconds: float = 0.0
+    # CPU time of the verifier and its worker (both reaped by then): with `seconds`, whether the check waited for
+    # the CPU (grader.classgrade.timing). 0 where the check was stopped before its verdict.
+    cpu_seconds: float = 0.0
 
     def error_name(self) -> str:
         return self.cls or ("CheckFailed" if not self.passed else "")

@@ -20,6 +20,7 @@ import time
 from .. import config
 from ..cuda import sharing
 from ..errors import DEFERRED, CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
+from . import hung
 from .messages import (EMPTY_BATCH, REPLIES, Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed,
                        Load, Loaded, Prepare, Quit)
 from .seam import NOW, LearnerFunction
@@ -256,13 +257,23 @@ class RemoteFunction(LearnerFunction):
     def _timeout(self) -> float:
         return config.call_timeout_s() if self.name in self.handle.called else config.first_call_timeout_s()
 
+    def _ask(self, msg, timeout: float, what: str):
+        """The worker's reply to `msg`; at once a time-out where this function hung earlier in the notebook's
+        run, and that run told of a time-out here (grader.isolation.hung)."""
+        hung.refuse_if_hung(self.name, what)
+        try:
+            return self.handle.request(msg, timeout, what)
+        except CheckTimedOut:
+            hung.note_hung(self.name)
+            raise
+
     def _run(self, args, kwargs, policy):
-        reply: Called = self.handle.request(Call(self.name, args, kwargs, policy), self._timeout(), f"`{self.name}`")
+        reply: Called = self._ask(Call(self.name, args, kwargs, policy), self._timeout(), f"`{self.name}`")
         self.handle.called.add(self.name)
         return reply.result, reply.facts
 
     def _bind(self, argsets):
-        reply: Bound = self.handle.request(Bind(self.name, argsets, {}), config.call_timeout_s(), f"`{self.name}`")
+        reply: Bound = self._ask(Bind(self.name, argsets, {}), config.call_timeout_s(), f"`{self.name}`")
         return reply.bid
 
     def _overhead(self, argsets) -> Overhead:
@@ -278,6 +289,6 @@ class RemoteFunction(LearnerFunction):
         return Overhead(clean_ms=self.handle.clean_ms, copy_ms=own_copy_ms(2 * sum(storages.values())))
 
     def _timed(self, bid, reps, traced=False):
-        reply: Batched = self.handle.request(Batch(bid, reps, traced), config.call_timeout_s() + reps * 0.5,
-                                             f"`{self.name}` (timed runs)")
+        reply: Batched = self._ask(Batch(bid, reps, traced), config.call_timeout_s() + reps * 0.5,
+                                   f"`{self.name}` (timed runs)")
         return reply.facts

@@ -143,7 +143,16 @@ def forked(job: Job, environ: dict, cwd: str | None, verdict_conn, stdout_path: 
     sys.stdout = open(1, "w", buffering=1, closefd=False)
     sys.stderr = open(2, "w", buffering=1, closefd=False)
     verdict = run(job, worker_method="fork", private=(verdict_conn,))
+    verdict.cpu_seconds = round(_cpu_seconds(), 3)
     sys.stdout.flush()
     verdict_conn.send_bytes(json.dumps(verdict.as_dict()).encode())
     verdict_conn.close()
 
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this verifier and of the worker it forked and has reaped (a forked child's counts start at 0)."""
+    import resource
+
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))

@@ -30,9 +30,11 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from .. import config
 from ..errors import DEFERRED
 from ..learner.cells import grade_id, is_autograded_test, learner_cells
 from ..learner.code import KernelOutcome
+from .slots import machine_slot
 
 # Verdicts from ahead that are never used: no verdict (deferred), or one that a neighbour may have caused.
 _NOT_KEPT = (DEFERRED, "crashed", "timed-out")
@@ -58,6 +60,7 @@ class ChecksAhead:
         self.futures: dict[str, Future] = {}
         self.used: list[str] = []        # cells whose verdict from ahead was used
         self.again: dict[str, str] = {}  # cells checked again when reached, and why
+        self.slot_waits: dict[str, float] = {}   # seconds each check waited for a slot of the machine's
         for index, cell in enumerate(nb.cells):
             if is_autograded_test(cell):
                 gid = grade_id(cell) or f"cell-{index}"
@@ -72,9 +75,15 @@ class ChecksAhead:
 
     def _submit(self, checks: list[_Check]) -> None:
         for check in checks:
-            self.futures[check.gid] = self.pool.submit(
-                self.check, list(check.cells), check.source, check.gid, timeout_s=self.timeout_s,
-                cwd=self.cwd, shared_gpu=True, cancel=self.cancel)
+            self.futures[check.gid] = self.pool.submit(self._run, check)
+
+    def _run(self, check: _Check):
+        """One check ahead, in one of the machine's check slots (grader.notebooks.slots), shared with the
+        other students graded on this machine at once; how long it waited for the slot is kept."""
+        with machine_slot(self.cancel) as waited:
+            self.slot_waits[check.gid] = round(waited, 3)
+            return self.check(list(check.cells), check.source, check.gid, timeout_s=self.timeout_s, cwd=self.cwd,
+                              shared_gpu=True, cancel=self.cancel)
 
     def take(self, gid: str, cells: list[tuple[str, str]], source: str, outcomes: dict[str, KernelOutcome]):
         """The verdict from ahead for the test cell `gid`, if it is the one the check gives now (see the
@@ -109,7 +118,8 @@ class ChecksAhead:
     def summary(self) -> dict:
         """For the executed notebook's metadata: how many ran at once, whose verdicts were used, and why
         the others were checked again."""
-        return {"at_once": self.width, "used": list(self.used), "checked_again": dict(self.again)}
+        return {"at_once": self.width, "machine_slots": config.host_checks(), "used": list(self.used),
+                "checked_again": dict(self.again), "slot_wait_seconds": round(sum(self.slot_waits.values()), 3)}
 
     def close(self) -> None:
         """Stop every check still running ahead (a notebook whose run ended early) and the pool."""

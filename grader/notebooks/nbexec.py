@@ -35,6 +35,7 @@ import copy
 import os
 import re
 import signal
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -45,7 +46,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
 from .. import config
-from ..isolation import isolate, rules
+from ..isolation import hung, isolate, rules
 from .ahead import ChecksAhead
 from ..learner.cells import grade_id as _grade_id
 from ..learner.cells import is_autograded_test, is_learner_cell, learner_cells
@@ -169,6 +170,12 @@ class LadderExecute(Execute):
         # slow and decides nothing, such as profile(), skips its work while the grader runs the notebook.
         before = os.environ.get(config.GRADER_RUN)
         os.environ[config.GRADER_RUN] = "1"
+        # The learner functions that hang, shared by this run's isolated checks, so that a hung function costs
+        # one time limit and not one a check (grader.isolation.hung); the checks inherit the variable.
+        hung_fd, hung_record = tempfile.mkstemp(prefix="ladder-hung-", suffix=".txt")
+        os.close(hung_fd)
+        hung_before = os.environ.get(hung.RECORD_VARIABLE)
+        os.environ[hung.RECORD_VARIABLE] = hung_record
         self.ahead = None
         try:
             if not self.km.has_kernel:
@@ -190,6 +197,15 @@ class LadderExecute(Execute):
                 os.environ.pop(config.GRADER_RUN, None)
             else:
                 os.environ[config.GRADER_RUN] = before
+            hung_functions = sorted(hung.hung_functions())
+            if hung_functions:
+                self.nb.metadata.setdefault("ladder", {})["hung"] = hung_functions
+            if hung_before is None:
+                os.environ.pop(hung.RECORD_VARIABLE, None)
+            else:
+                os.environ[hung.RECORD_VARIABLE] = hung_before
+            with contextlib.suppress(OSError):
+                os.unlink(hung_record)
             if self.owns_km:  # as nbclient: a kernel manager the caller passed in is theirs to stop
                 self._discard_kernel(now=bool(self.crashes))
         self.set_widgets_metadata()
@@ -234,7 +250,10 @@ class LadderExecute(Execute):
         # the notebook waited for it. nbclient records the other cells' times in metadata.execution.
         cell.metadata["ladder"] = {"check_seconds": round(verdict.seconds, 3),
                                    "load_seconds": round(verdict.load_seconds, 3),
+                                   "cpu_seconds": round(verdict.cpu_seconds, 3),
                                    "ahead": ahead, "wait_seconds": round(time.perf_counter() - waited, 3)}
+        if ahead:   # how long it waited for a slot of the machine's (grader.notebooks.slots)
+            cell.metadata["ladder"]["slot_wait_seconds"] = self.ahead.slot_waits.get(gid, 0.0)
         outputs = []
         if verdict.stdout.strip():
             outputs.append(NotebookNode(output_type="stream", name="stdout", text=verdict.stdout))

@@ -91,3 +91,25 @@ def test_a_changed_submission_is_graded_again(tmp_path):
     proc = ladder_grade(subs, ws)
     assert "already graded" not in proc.stdout
     assert scores(ws / "grades.csv") == {"alice": 3}
+
+
+def test_each_student_s_time_is_split_in_the_journal_and_the_summary_says_where_it_went(tmp_path):
+    subs = make_class(tmp_path / "subs", {"alice": "correct", "bob": "stub"})
+    ws = tmp_path / "ws"
+    proc = ladder_grade(subs, ws, "--workers", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with sqlite3.connect(ws / "gradebook.db") as conn:
+        rows = dict(conn.execute("SELECT student, split FROM ladder_grading_split"))
+        started = dict(conn.execute("SELECT student, started FROM ladder_grading_split"))
+    assert set(rows) == {"alice", "bob"}
+    for student, raw in rows.items():
+        split = json.loads(raw)
+        assert split["seconds"] > 0 and split["cpu_seconds"] > 0 and split["cpus"] >= 1
+        assert split["check_seconds"] > 0 and split["check_cpu_seconds"] > 0   # every check reports its CPU time
+        assert split["kernel_seconds"] > 0 and split["around_notebook_seconds"] >= 0
+        # how wide its checks ran ahead (1 on a 2-CPU machine: none ahead, so no slot was asked for)
+        assert split["checks_at_once"] >= 1 and "slot_wait_seconds" in split
+        assert started[student] > 0
+    assert "where the time went (2 student(s) graded in" in proc.stdout
+    assert proc.stdout.count("% ") >= 1 and "busy" in proc.stdout   # a busy fraction per worker
+    assert "longest students:" in proc.stdout

@@ -33,14 +33,15 @@ def _notebook():
     ])
 
 
-def _execute(tmp_path, monkeypatch, at_once: int):
+def _execute(tmp_path, monkeypatch, at_once: int, nb=None):
+    """`nb` (this file's notebook by default) executed for grading, `at_once` checks ahead at a time."""
     monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", str(at_once))
     config.unpin()
     c = Config()
     c.LadderExecute.kernel_name = "python3"
     c.LadderExecute.isolated_checks = True
     c.Execute.timeout = 120
-    nb = _notebook()
+    nb = nb or _notebook()
     LadderExecute(config=c).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     return nb
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Class grading on 1, 2 and 4 GPUs of one machine: throughput, per-student cost, scores. Through the device
+# tool's `run` on nvidia-h100-x4 with .whl and .whl-dask carried (assets/results/issue15_gpu.sh says how the
+# dask wheels are made), from the repository root:
+#
+#   bash assets/results/class-grading/run.sh class "$OUT/c1-gpus4" 4 01_vector_add 2
+#   bash assets/results/class-grading/run.sh class "$OUT/c1-gpus1-part1" 1 01_vector_add 2 1/3    # 2/3, 3/3
+#   (name each folder CLASS-gpusN[-partK]: the report adds up the parts of one class and GPU count)
+#       CLASS: assets/results/issue15's synthetic class of CHAPTER with each student COPIES times (chapter 1:
+#       2 copies, 32 students; chapter 5: 1, its 16), graded by `ladder grade` on GPUS GPUs (1: no Dask; N:
+#       --gpus N), with tests/grading's short limits (cell 45 s, calls 20 s). PART K/N grades every Nth student
+#       from the Kth, for a one-GPU class that does not fit one 600 s command: the parts' walls add up to the
+#       class's. Keeps record.json (the wall time, each score against the expected one, each student's
+#       journal seconds and where they went), the summary (grade.txt), vmstat every second (is the CPU
+#       saturated?) and the GPUs' compute processes every 2 s (does any process hold a context on a GPU not its
+#       worker's?).
+#   bash assets/results/class-grading/run.sh student "$OUT/student"
+#       ONE correct chapter-1 student: graded alone (1 GPU, no Dask), then 4 correct students on 4 GPUs at once,
+#       then the same 4 with the machine's check slots lifted (LADDER_HOST_CHECKS=64, every worker as wide as a
+#       student alone with nothing shared, as before slots), then with half as many slots as CPUs (as many
+#       checks on the machine as one student alone runs), each in a workspace of its own. Goal: a correct
+#       student's seconds with 4 workers within 10% of alone.
+#   python3 assets/results/class-grading/scaling.py report DIR/*/record.json > scaling.md
+#       (anywhere, on the records that came back) every run's wall time and speed-up against the 1-GPU
+#       parts of the same class, per student the seconds alone and in each class, scores identical.
+set -uo pipefail
+mode=$1; out=$2; shift 2
+here=assets/results/class-grading
+source assets/results/gpu_env.sh
+export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEOUT_S=20
+
+# grade DIR GPUS CHAPTER COPIES [PART] [ONLY...]: one class graded into DIR, with its records
+grade() {
+    local dir=$1 gpus=$2 chapter=$3 copies=$4 part=${5:-}; shift 5 2>/dev/null || shift $#
+    local only=("$@")
+    mkdir -p "$dir"
+    python3 $here/scaling.py build "$dir/subs" --chapter "$chapter" --copies "$copies" ${part:+--part "$part"} \
+        ${only:+--only "${only[@]}"} || return 1
+    python3 $here/scaling.py expected --chapter "$chapter" --copies "$copies" ${part:+--part "$part"} \
+        ${only:+--only "${only[@]}"} > "$dir/expected.json"
+    local extra=(); [ "$gpus" -gt 1 ] && extra=(--gpus "$gpus")
+    vmstat -t 1 > "$dir/vmstat.txt" 2>&1 & local vm=$!
+    (while sleep 2; do date +%T; nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory --format=csv,noheader; done) \
+        > "$dir/gpu_apps.txt" 2>&1 & local apps=$!
+    local start; start=$(date +%s.%N)
+    timeout "${CLASS_LIMIT_S:-86400}" python3 -m grader.cli grade "$dir/subs" --assignment "$chapter" \
+        --workspace "$dir/ws" --no-progress "${extra[@]}" > "$dir/grade.txt" 2> "$dir/grade.stderr"
+    local rc=$? wall; wall=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
+    kill $vm $apps 2>/dev/null
+    echo "rc=$rc gpus=$gpus chapter=$chapter copies=$copies part=${part:-all} wall_s=$wall" | tee "$dir/wall.txt"
+    python3 $here/scaling.py record "$dir/ws" "$chapter" "$dir/expected.json" "$wall" > "$dir/record.json"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('scores as expected:', r['scores_as_expected'])" "$dir/record.json"
+    sed -n '/^where the time went/,$p' "$dir/grade.txt"
+    gzip -f "$dir/vmstat.txt" "$dir/gpu_apps.txt"
+    rm -rf "$dir/subs" "$dir/ws/source" "$dir/ws/release" "$dir/ws/submitted" "$dir/ws/executed"
+    (cd "$dir" && tar czf ws.tgz ws && rm -rf ws)
+}
+
+case "$mode" in
+  class) grade "$out" "${1:?GPUS}" "${2:-01_vector_add}" "${3:-2}" "${4:-}" ;;
+  student)
+    grade "$out/correct-gpus1" 1 01_vector_add 1 1/4 correct        # correct-1 alone
+    grade "$out/correct-gpus4" 4 01_vector_add 1 "" correct          # correct-1..4, one a GPU, at once
+    LADDER_HOST_CHECKS=64 grade "$out/correct-gpus4-noslots" 4 01_vector_add 1 "" correct
+    LADDER_HOST_CHECKS=$(( $(nproc) / 2 )) grade "$out/correct-gpus4-halfslots" 4 01_vector_add 1 "" correct
+    python3 $here/scaling.py report "$out"/*/record.json | tee "$out/student.md"
+    ;;
+  *) echo "unknown mode $mode: class or student"; exit 2 ;;
+esac

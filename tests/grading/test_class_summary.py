@@ -1,0 +1,25 @@
+"""What the summary of a class grading tells the instructor about time (grader.classgrade.progress.where_time_went):
+each GPU's busy fraction over the run, and the longest students with why."""
+
+from grader.classgrade.job import StudentGrade
+from grader.classgrade.progress import where_time_went
+
+
+def test_the_summary_gives_each_gpu_s_busy_fraction_and_the_longest_students_with_why():
+    def graded(student, worker, started, seconds, split):
+        return StudentGrade(student, 15.0, 15.0, {}, None, seconds=seconds, worker=worker, started=started, split=split)
+
+    grades = [graded("hanger", "vm GPU 0", 1000.0, 100.0, {"hung": ["add"], "timed_out": ["1a-hidden", "1a-speed"],
+                                                           "longest": [["1a-hidden", 25.04]]}),
+              graded("alice", "vm GPU 1", 1000.0, 40.0, {"compiled_kernels": 3, "autotune_results": 2}),
+              graded("bob", "vm GPU 1", 1040.0, 40.0, {"slot_wait_seconds": 6.2}),
+              StudentGrade("kept", 15.0, 15.0, {}, None, seconds=500.0, worker="vm GPU 0", skipped=True)]
+    text = "\n".join(where_time_went(grades))
+    assert "3 student(s) graded in 100 s" in text          # the skipped student is not part of this run
+    assert "vm GPU 0" in text and "busy 100.0%" in text    # the hanger's GPU worked the whole run
+    assert "busy  80.0%" in text                          # the other waited 20 s at the end
+    lines = text.splitlines()
+    longest = lines[lines.index("  longest students:") + 1:]
+    assert longest[0].split()[0] == "hanger" and "hung (add; 2 cell(s) timed out)" in longest[0]
+    assert "compiled 3 kernel(s)" in text and "autotuned 2 kernel(s)" in text
+    assert "waited 6 s for the machine's CPUs" in text
