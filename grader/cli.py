@@ -1,4 +1,4 @@
-"""The `ladder` command: start, lab, doctor, compile, profile, check, release, grade."""
+"""The `ladder` command: start, lab, doctor, compile, profile, check, release, grade, calibrate."""
 
 from __future__ import annotations
 
@@ -182,6 +182,12 @@ def cmd_grade(args) -> int:
     return 0 if all(g.error is None for g in grades) else 1
 
 
+def cmd_calibrate(args) -> int:
+    from .notebooks.calibrate import run
+
+    return run(args.chapters, args.runs, Path(args.out))
+
+
 def archs_names() -> tuple[str, ...]:
     from .cuda.archs import NAMES
 
@@ -297,6 +303,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run graded cells in each notebook's own kernel instead (faster, but a notebook that "
                             "patches the grader or the timer can fool it)")
     g.set_defaults(func=cmd_grade)
+
+    cal = sub.add_parser("calibrate", help="time every recorded rung of each chapter on this GPU, say whether each "
+                                           "pass bar separates them, and write proposed bars as an override file "
+                                           "(docs/instructors.md)")
+    cal.add_argument("--chapters", metavar="1,5", help="chapter numbers, separated by commas (default: all)")
+    cal.add_argument("--runs", type=int, default=10, help="timed runs of each rung (default 10)")
+    cal.add_argument("--out", default="bars-override.toml",
+                     help="the bars override file to write (default bars-override.toml; every run's figures go "
+                          "beside it as .json)")
+    cal.set_defaults(func=cmd_calibrate)
     return p
 
 

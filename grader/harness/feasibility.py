@@ -36,13 +36,18 @@ class Gradability:
     missing: tuple[Finding, ...] = ()
 
     @property
+    def unseparated(self) -> str:
+        """Why a calibration on this architecture set no bar (the bar's `not_gradable`), or empty."""
+        return self.bar.not_gradable if self.bar.arch == self.arch.name else ""
+
+    @property
     def runs(self) -> bool:
         """False when a technique the exercise needs cannot even be compiled for the architecture."""
         return not any(CAPABILITIES[f.capability].without == "cannot run" for f in self.missing)
 
     @property
     def reachable(self) -> bool:
-        return not self.missing
+        return not self.missing and not self.unseparated
 
     @property
     def status(self) -> str:
@@ -56,6 +61,9 @@ class Gradability:
         """Why the bar is out of reach here, in a sentence or two (empty when it is not)."""
         if self.reachable:
             return ""
+        if self.unseparated:
+            return (f"the calibration on {self.arch.name} found no bar that the solution clears and the rung below "
+                    f"misses: {self.unseparated} Correctness is graded as on every GPU.")
         parts = [f"{CAPABILITIES[f.capability].meaning}: not on {self.arch.name}. {f.evidence}; "
                  f"{CAPABILITIES[f.capability].consequence}." for f in self.missing]
         if not self.runs:
