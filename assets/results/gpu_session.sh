@@ -9,7 +9,7 @@
 #   pytest [ARGS...]    pytest on tests/ (ARGS default: tests)
 #   check10 NB...       ladder check --repeat ${REPEAT:-10} on notebooks
 #   check NB...         ladder check --isolated --json once (graded cells checked in fresh processes)
-#   stability NB:CELL.. assets/results/stability.py --runs ${RUNS:-10}: the same speed cell graded N times
+#   stability NB:CELL.. assets/results/timing-integrity/stability.py --runs ${RUNS:-10}: the same speed cell graded N times
 set -uo pipefail
 step=$1; out=$2; shift 2
 mkdir -p "$out"
@@ -44,7 +44,7 @@ for nb in r['notebooks']:
     for c in nb['cells']: print('  ', c['grade_id'], c['outcome'], (c['error'] or {}).get('evalue', '')[:300].replace(chr(10), ' '))" "$out/check.json" | tee "$out/check.txt"
     ;;
   stability)
-    python3 assets/results/stability.py --runs "${RUNS:-10}" --out "$out/stability.json" "$@" 2>&1 | tee "$out/stability.md" || rc=1
+    python3 assets/results/timing-integrity/stability.py --runs "${RUNS:-10}" --out "$out/stability.json" "$@" 2>&1 | tee "$out/stability.md" || rc=1
     ;;
   *) echo "unknown step $step"; exit 2 ;;
 esac

@@ -36,6 +36,7 @@ MOVES = {
     "issue19": "calibration/top-rungs",
     # grading time and class scaling
     "issue15": "class-grading",
+    "class-grading/ch07-08-after-session-fix-h100": "class-grading/ch07-08-h100",
     # the exploit suite on GPUs, and one verdict on both grading paths
     "issue13-h100": "exploits/one-verdict-h100",
     "issue13-h200": "exploits/one-verdict-h200",
@@ -167,11 +168,15 @@ def main(argv: list[str] | None = None) -> int:
                 + [f"rewrite references in {f}" for f in stale_references()])
         print("\n".join(left) or "every record is filed by subject")
         return 1 if left else 0
-    for old, new in pending_moves():
-        (ROOT / new).parent.mkdir(parents=True, exist_ok=True)
-        git("mv", old, new)
+    while moves := pending_moves():   # again: a folder moved may hold one renamed in its new home
+        for old, new in moves:
+            (ROOT / new).parent.mkdir(parents=True, exist_ok=True)
+            git("mv", old, new)
     for path in pending_deletes():   # after the moves: some are named by their new place
-        git("rm", "-q", path)
+        git("rm", "-q", "-f", path)
+    for folder in sorted((ROOT / RESULTS).rglob("*"), reverse=True):   # git leaves the emptied folders
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
     for path in text_files():
         text = path.read_text(errors="replace")
         new = rewrite(text)

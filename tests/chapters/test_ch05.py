@@ -598,7 +598,7 @@ def test_the_chapter_text_states_the_per_architecture_shared_memory_limits():
 
 
 def test_5b_bar_on_hopper_separates_the_rungs_of_both_records():
-    """The sm_90 bar against the ten runs a rung on an H100 and an H200 (assets/results/ch05-5b-sm90): the
+    """The sm_90 bar against the ten runs a rung on an H100 and an H200 (assets/results/calibration/ch05-5b-sm90): the
     fused solution above it every time, both unfused rungs below it every time."""
     from grader.harness.bars import bar_for
 

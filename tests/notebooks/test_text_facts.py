@@ -15,7 +15,7 @@ from grader.learner.cells import grade_id, source
 SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
 RELEASED = sorted((ROOT / "course").glob("*/*.ipynb"))
 README = ROOT / "README.md"
-RESULTS = ROOT / "assets" / "results"
+RESULTS = ROOT / "assets" / "results" / "calibration"
 
 
 def flat(text: str) -> str:
