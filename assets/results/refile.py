@@ -101,6 +101,17 @@ LITERAL = [
     ('RESULTS = ROOT / "assets" / "results"\n', 'RESULTS = ROOT / "assets" / "results" / "calibration"\n'),
 ]
 
+# The old scripts' command lines, as gpu_session.sh's subcommands (after the path rewrite above).
+SESSION = "assets/results/gpu_session.sh"
+COMMANDS = [
+    (re.compile(r"source " + re.escape(SESSION) + r"(?! env)"), f'source {SESSION} env "$OUT"'),
+    (re.compile(re.escape(SESSION) + r" verdicts\b"), f"{SESSION} one-verdict"),
+    (re.compile(re.escape(SESSION) + r" time\b"), f"{SESSION} grading-time"),
+    (re.compile(re.escape(SESSION) + r' "((?:wrong|correct|killer)(?: (?:wrong|correct|killer))*)" ([^\s`]+)'),
+     SESSION + r' exploits \2 "\1"'),
+    (re.compile(re.escape(SESSION) + r" (wrong|correct|killer) ([^\s`]+)"), SESSION + r" exploits \2 \1"),
+]
+
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".sh", ".ipynb", ".json", ".jsonl", ".txt", ".yml", ".yaml", ".cfg", ".log"}
 
 
@@ -142,6 +153,8 @@ def rewrite(text: str) -> str:
         text = pattern.sub(new, text)
     for old, new in LITERAL:
         text = text.replace(old, new)
+    for pattern, new in COMMANDS:
+        text = pattern.sub(new, text)
     return text
 
 
