@@ -148,8 +148,13 @@ REFERENCES = sorted(((_reference(old), f"{RESULTS}/{new}") for old, new in MOVES
                     key=lambda pair: -len(pair[0].pattern))
 
 
+# The same paths built with pathlib's `/` in code: ROOT / "assets" / "results" / "issue15" / ...
+JOINED = [(re.compile(r'"results" / "' + re.escape(old) + r'"'), '"results" / "' + '" / "'.join(new.split("/")) + '"')
+          for old, new in MOVES.items()]
+
+
 def rewrite(text: str) -> str:
-    for pattern, new in REFERENCES:
+    for pattern, new in REFERENCES + JOINED:
         text = pattern.sub(new, text)
     for old, new in LITERAL:
         text = text.replace(old, new)

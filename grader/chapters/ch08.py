@@ -49,7 +49,7 @@ from ..harness.exercise import (
 )
 from ..harness.quiet import captured_stderr
 
-RECORDED = Path(__file__).resolve().parents[2] / "assets" / "results" / "ch08-h100"
+RECORDED = Path(__file__).resolve().parents[2] / "assets" / "results" / "calibration" / "ch08-h100"
 RECORDED_GPU = "NVIDIA H100 80GB HBM3"
 
 # ================================================================== 8a: the decision

@@ -604,7 +604,7 @@ def test_5b_bar_on_hopper_separates_the_rungs_of_both_records():
 
     bar = bar_for("5b", arch="sm_90").bar
     for gpu in ("h100", "h200"):
-        record = json.loads((ROOT / "assets" / "results" / "ch05-5b-sm90" / gpu / "ch05-5b-calibration.json").read_text())
+        record = json.loads((ROOT / "assets" / "results" / "calibration" / "ch05-5b-sm90" / gpu / "ch05-5b-calibration.json").read_text())
         assert record["cc"] == "9.0" and len(record["rungs"]) == 3
         for rung in record["rungs"]:
             speedups = [run["speedup"] for run in rung["runs"]]

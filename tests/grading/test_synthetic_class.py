@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 
-SCRIPT = ROOT / "assets" / "results" / "issue15" / "synthetic_class.py"
+SCRIPT = ROOT / "assets" / "results" / "class-grading" / "synthetic_class.py"
 
 
 @pytest.fixture(scope="module")
