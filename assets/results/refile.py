@@ -40,7 +40,7 @@ MOVES = {
     # the exploit suite on GPUs, and one verdict on both grading paths
     "issue13-h100": "exploits/one-verdict-h100",
     "issue13-h200": "exploits/one-verdict-h200",
-    "issue5-h100": "exploits/isolated-grading-h100",
+    "issue5-h100": "timing-integrity/isolated-grading-h100",
     "gpu-tests-h100": "exploits/gpu-suite-h100",
     "one_verdict.py": "exploits/one_verdict.py",
     # tracing and timing integrity
@@ -76,8 +76,8 @@ MOVES = {
     "calibrate_ch08.py": "calibration/ch08-h100",
     # one-off investigations: what they found is in their records' READMEs
     "ch07": "calibration/ch07-h100",
-    "count_causal.py": "exploits/isolated-grading-h100",
-    "issue5_gpu.sh": "exploits/isolated-grading-h100",
+    "count_causal.py": "timing-integrity/isolated-grading-h100",
+    "issue5_gpu.sh": "timing-integrity/isolated-grading-h100",
 }
 
 # Old paths that go (scripts nothing runs any more); references to them point at the record they made
