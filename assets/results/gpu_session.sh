@@ -32,6 +32,9 @@
 #   ch07 [PARTS]             chapter 7: calibrate,tests,exploits,sanitize,notebook,profile (default all)
 #   ch08 [PARTS]             chapter 8: record,calibrate,tests,notebook (default all); record writes the eager
 #                            block's torch.profiler table, ops.json and Inductor's code (calibration/ch08-h100)
+#   traces                   what torch.profiler's CUPTI trace records for every kind of library's kernels,
+#                            and what tracing costs (timing-integrity/device-accounting/probe_trace.py;
+#                            tests/cuda/traces/ were trimmed from its output)
 #   top-rungs [CHAPTERS]     the top rungs' scripts (calibration/top-rungs/chNN_gpu.py), e.g. "04 06 03 05"
 # Steps that write many files pack them into OUT/STEP.tar.gz as they go, so that a run cut short at its
 # time limit still brings back what it finished.
@@ -257,6 +260,9 @@ PY
       python3 $here/notebooks/run_notebook.py solutions/08_should_you_write_it/08_should_you_write_it.ipynb "$out" \
         2>&1 | tail -60 | tee "$out/notebook.txt"; pack
     fi
+    ;;
+  traces)
+    python3 $here/timing-integrity/device-accounting/probe_trace.py > "$out/probe.jsonl" || rc=1
     ;;
   top-rungs)
     # One device call of at most 600 s holds all four, the graded exercises (4c, 6b) first; each chapter's

@@ -88,6 +88,7 @@ DELETE = [
     "calibrate_ch08.py", "ch07", "count_causal.py", "issue5_gpu.sh", "issue13_gpu.sh", "issue14_gpu.sh",
     "issue15_gpu.sh", "issue16_gpu.sh", "issue17_ch07_gpu.sh", "issue17_ch08_gpu.sh", "issue19_gpu.sh",
     "gpu_env.sh",
+    "timing-integrity/device-accounting/superseded",   # failed runs of a retired script: tracebacks only
     "timing-integrity/device-accounting/trace_effect.py", "timing-integrity/device-accounting/show_verdicts.py",
     "class-grading/preload_probe.py", "class-grading/profile_check.py", "class-grading/who_imports.py",
     "class-grading/why_cell.py", "class-grading/ahead_order.sh", "profiles/probe.sh",
@@ -141,7 +142,7 @@ def pending_deletes() -> list[str]:
 
 def _reference(old: str) -> re.Pattern:
     # The old path as a whole name: not a prefix of a longer one (ch07 is not ch07-h100).
-    return re.compile(r"(?<![\w/.-])" + re.escape(f"{RESULTS}/{old}") + r"(?![\w-])")
+    return re.compile(r"(?<![\w.-])" + re.escape(f"{RESULTS}/{old}") + r"(?![\w-])")
 
 
 REFERENCES = sorted(((_reference(old), f"{RESULTS}/{new}") for old, new in MOVES.items()),

@@ -1,4 +1,4 @@
-"""Issue 19, chapter 3: the warp-tiling stretch goal (`sgemm_v3`, bar "3-warptile") on one GPU.
+"""The top rungs, chapter 3: the warp-tiling stretch goal (`sgemm_v3`, bar "3-warptile") on one GPU.
 
     PYTHONPATH=$PWD:$PWD/tests python3 assets/results/calibration/top-rungs/ch03_gpu.py --out DIR
     PYTHONPATH=$PWD:$PWD/tests python3 assets/results/calibration/top-rungs/ch03_gpu.py --out DIR --dry   # no GPU needed

@@ -1,4 +1,4 @@
-"""Issue 19, chapter 4: exercise 4c (`gemm_mma`: mma.sync m16n8k16, ldmatrix, XOR swizzle, cp.async
+"""The top rungs, chapter 4: exercise 4c (`gemm_mma`: mma.sync m16n8k16, ldmatrix, XOR swizzle, cp.async
 stages in dynamic shared memory; bar "4c-stretch") on one GPU, choosing among tile variants in ONE run.
 
     PYTHONPATH=$PWD:$PWD/tests python3 assets/results/calibration/top-rungs/ch04_gpu.py --out DIR

@@ -1,4 +1,4 @@
-"""Issue 19, chapter 5: the Hopper rung (persistent Triton matmul through TMA descriptors) on a GPU.
+"""The top rungs, chapter 5: the Hopper rung (persistent Triton matmul through TMA descriptors) on a GPU.
 
     PYTHONPATH=$PWD:$PWD/tests python3 assets/results/calibration/top-rungs/ch05_gpu.py --out DIR     # on the H100
     PYTHONPATH=$PWD:$PWD/tests python3 assets/results/calibration/top-rungs/ch05_gpu.py --out DIR --dry   # CPU plumbing

@@ -1,4 +1,4 @@
-"""Issue 19, chapter 6: the graded backward pass (exercise 6b) and the tuned forward (stretch 1b) on a GPU.
+"""The top rungs, chapter 6: the graded backward pass (exercise 6b) and the tuned forward (stretch 1b) on a GPU.
 
     PYTHONPATH=$PWD:$PWD/tests python3 assets/results/calibration/top-rungs/ch06_gpu.py --out DIR          # on the H100
     PYTHONPATH=$PWD:$PWD/tests python3 assets/results/calibration/top-rungs/ch06_gpu.py --out DIR --dry    # CPU plumbing
@@ -225,7 +225,7 @@ def main(argv=None) -> int:
 def write_table(rec: Record) -> None:
     env = rec.data.get("environment") or {}
     vers = env.get("versions") or {}
-    lines = [f"# Chapter 6, issue 19: backward (6b) and tuned forward ({env.get('gpu') or 'no GPU (dry run)'}; "
+    lines = [f"# Chapter 6, the top rungs: backward (6b) and tuned forward ({env.get('gpu') or 'no GPU (dry run)'}; "
              f"Triton {vers.get('triton', '?')}, torch {vers.get('torch', '?')})", "",
              "| rung | bar | runs | min | median | max | verdicts (expected) | others (median x) |",
              "|---|---|---|---|---|---|---|---|"]

@@ -1,4 +1,4 @@
-"""Exploration on a GPU (issue 14): what torch.profiler's Kineto/CUPTI trace records for kernels issued
+"""Exploration on a GPU: what torch.profiler's Kineto/CUPTI trace records for kernels issued
 by every kind of library, and what tracing costs. Prints JSON lines; not part of grading.
 
 Run: python assets/results/timing-integrity/device-accounting/probe_trace.py > $OUT/probe.jsonl
