@@ -5,8 +5,9 @@
 
 Re-runnable: a path already moved is skipped, a folder whose new home exists is merged into it file by
 file (git mv), and a reference already rewritten no longer matches. Run it again after merging work that
-still cites the old paths. References are rewritten in every tracked text file: code, docs, notebooks
-(solutions/ and course/ alike, so a release stays identical), bars.toml, tests and the records themselves.
+still cites the old paths. References are rewritten in every tracked text file: code, docs, notebooks,
+bars.toml, tests and the records themselves; course/ is not edited but released again from solutions/
+(`ladder release`, which keeps nbgrader's cell checksums right) when a solution notebook changed.
 """
 
 from __future__ import annotations
@@ -166,7 +167,8 @@ def rewrite(text: str) -> str:
 
 def text_files() -> list[Path]:
     return [ROOT / p for p in git("ls-files").splitlines()
-            if Path(p).suffix in TEXT_SUFFIXES and p != f"{RESULTS}/refile.py" and (ROOT / p).is_file()]
+            if Path(p).suffix in TEXT_SUFFIXES and p != f"{RESULTS}/refile.py" and not p.startswith("course/")
+            and (ROOT / p).is_file()]
 
 
 def stale_references() -> list[str]:
@@ -196,12 +198,16 @@ def main(argv: list[str] | None = None) -> int:
     for folder in sorted((ROOT / RESULTS).rglob("*"), reverse=True):   # git leaves the emptied folders
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
+    released = False
     for path in text_files():
         text = path.read_text(errors="replace")
         new = rewrite(text)
         if new != text:
             path.write_text(new)
             print(f"rewrote references in {path.relative_to(ROOT)}")
+            released |= path.suffix == ".ipynb"
+    if released:
+        return subprocess.run([sys.executable, "-m", "grader.cli", "release"], cwd=ROOT).returncode
     return 0
 
 
