@@ -39,7 +39,7 @@ def test_no_tracked_file_names_an_issue_or_a_session():
 
 
 def test_the_pattern_finds_what_it_is_for():
-    for text in ("see issue 13", "assets/results/issue19/x.py", "Issue5", "an earlier session", "this session's"):
+    for text in ("see issue 13", "assets/results/issue99/x.py", "Issue5", "an earlier session", "this session's"):
         assert PROCESS_HISTORY.search(text), text
     for text in ("the learner's session object", "session = start(chapter=1)", "an issue with the bar"):
         assert not PROCESS_HISTORY.search(text), text
