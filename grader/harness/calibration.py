@@ -86,8 +86,8 @@ class Proposal:
 
     @property
     def separates(self) -> bool:
-        """Whether the current bar judges every run of every rung as the rung expects."""
-        return all(f.as_expected(self.current.bar) == len(f.speedups) for f in self.figures)
+        """Whether the current bar judges every run of every rung as the rung expects (no rung timed: no)."""
+        return bool(self.figures) and all(f.as_expected(self.current.bar) == len(f.speedups) for f in self.figures)
 
     def calibration(self, gpu: str, runs: int) -> str:
         """The override's calibration string: the GPU, the runs and the figures."""

@@ -43,10 +43,14 @@ def chapters_named(numbers: str | None) -> list[str]:
     return wanted
 
 
+def solution_notebook(root: Path, chapter: str) -> Path:
+    folder = next(a for a in assignments(root) if a.startswith(chapter[2:] + "_"))
+    return next((root / SOURCE_DIR / folder).glob("*.ipynb"))
+
+
 def rung_cells(root: Path, rung: Rung) -> list[tuple[str, str]]:
     """The learner cells a rung is graded with: the solution notebook's, the submission's cells in place."""
-    folder = next(a for a in assignments(root) if a.startswith(rung.chapter[2:] + "_"))
-    notebook = next((root / SOURCE_DIR / folder).glob("*.ipynb"))
+    notebook = solution_notebook(root, rung.chapter)
     cells = nbcells.learner_cells(notebook)
     if rung.submission == "solution":
         return cells
@@ -72,7 +76,8 @@ def timing_cell(rung: Rung, runs: int) -> str:
 
 def time_rung(root: Path, rung: Rung, runs: int) -> Figures:
     verdict = check_sources(rung_cells(root, rung), timing_cell(rung, runs), f"calibrate {rung.label}",
-                            timeout_s=config.cell_timeout_s() * runs, cwd=str(root))
+                            timeout_s=config.cell_timeout_s() * runs,
+                            cwd=str(solution_notebook(root, rung.chapter).parent))   # as grading runs a notebook
     if not verdict.passed or not verdict.values:
         raise LadderError(f"rung {rung.label!r} could not be timed ({verdict.reason}): {verdict.message.strip()}")
     results = pickle.loads(base64.b64decode(verdict.values))
@@ -94,11 +99,16 @@ def run(chapters: str | None, runs: int, out: Path) -> int:
     start = time.perf_counter()
     figures: dict[str, list[Figures]] = defaultdict(list)
     per_chapter: dict[str, float] = defaultdict(float)
+    untimed: list[str] = []   # a rung this GPU cannot run (memory, architecture) leaves its bar to the others
     with tqdm(wanted, desc="ladder calibrate", unit="rung", file=sys.stderr) as bar:
         for rung in bar:
             bar.set_postfix_str(rung.label[:50])
             began = time.perf_counter()
-            figures[rung.bar].append(time_rung(root, rung, runs))
+            try:
+                figures[rung.bar].append(time_rung(root, rung, runs))
+            except LadderError as exc:
+                untimed.append(str(exc))
+                figures.setdefault(rung.bar, [])
             per_chapter[rung.chapter] += time.perf_counter() - began
     proposals: list[Proposal] = [propose(bar_for(key), found) for key, found in figures.items()]
     gpu = f"{info.name} ({arch})"
@@ -115,7 +125,9 @@ def run(chapters: str | None, runs: int, out: Path) -> int:
                   "why_none": p.why_none,
                   "rungs": [{"label": f.rung.label, "expect": f.rung.expect, "speedups": list(f.speedups)}
                             for f in p.figures]} for p in proposals]}, indent=1))
+    for reason in untimed:
+        print(f"not timed: {reason}")
     held = [p.key for p in proposals if p.separates]
     print(f"The current bars separate the rungs of {len(held)} of {len(proposals)} bars on this GPU. Proposed bars: "
           f"{out} (use it with `ladder grade --bars {out}`); every run's figures: {record}")
-    return 0 if len(held) == len(proposals) else 1
+    return 0 if len(held) == len(proposals) and not untimed else 1

@@ -127,3 +127,29 @@ def test_without_a_gpu_the_command_says_it_needs_one():
                           text=True, cwd=ROOT)
     assert done.returncode == 2, done
     assert "GPU" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_command_reports_and_writes_chapter_1_from_the_recorded_h100_figures(tmp_path, monkeypatch, capsys):
+    """`ladder calibrate --chapters 1` end to end, the timing replaced by the recorded H100 runs."""
+    from types import SimpleNamespace
+
+    from grader.notebooks import calibrate
+
+    by_label = recorded(RECORD_CH01)
+    runs_of = {"1a one element per thread (naive_1a)": "1a one element per thread (naive_1a)",
+               "1a float4 grid-stride (solution's stretch cell)": "1a float4 grid-stride (solution stretch)",
+               "1b fused, one kernel (solution)": "1b fused, one kernel (solution)",
+               "1b three kernels (three_kernels_1b)": "1b three kernels (three_kernels_1b)"}
+    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
+    monkeypatch.setattr(calibrate, "time_rung", lambda root, r, runs: Figures(r, by_label[runs_of[r.label]][:runs]))
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "bars-h100.toml"
+    assert calibrate.run("1", 10, out) == 0            # every current bar of chapter 1 separates its rungs
+    printed = capsys.readouterr().out
+    assert "1b: bar 1.50x (grader/bars.toml) separates the rungs on this GPU" in printed
+    assert "10/10 fail at 1.50x" in printed and "10/10 pass at 1.50x" in printed
+    monkeypatch.setenv("LADDER_BARS", str(out))
+    assert bar_for("1b", "sm_90").bar == pytest.approx(1.32)
+    record = json.loads(out.with_suffix(".json").read_text())
+    assert [b["key"] for b in record["bars"]] == ["1a", "1a-stretch", "1b"] and record["runs"] == 10
