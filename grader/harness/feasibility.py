@@ -8,6 +8,9 @@ architecture (grader.cuda.capabilities), never read off its name: with Triton 3.
 compiles `tl.dot` to plain FMA, so chapters 5 and 6, timed against torch's tensor-core kernels,
 cannot reach their bars on a T4.
 
+A bar is also out of reach on an architecture whose by_arch entry says `not_gradable`: `ladder calibrate`
+writes that where no bar separated the solution from the rung below on that GPU.
+
 Such a speed cell never shows a plain fail: it measures and reports as usual, then says "not
 gradable on this GPU" with the reason, and is scored by the instructor's policy
 (`LADDER_UNGRADABLE`, grader.config): "zero" raises NotGradable (reason code `not-gradable`), "full"
