@@ -89,13 +89,13 @@ def run(chapters: str | None, runs: int, out: Path) -> int:
 
     if runs < 1:
         raise LadderError("--runs takes a number of at least 1")
+    wanted = rungs(chapters_named(chapters))   # a wrong --chapters is said before anything else
     info = gpu_info()
     if info is None:
         raise LadderError("calibrating times kernels on a GPU, and this machine has none: run `ladder calibrate` "
                           "on a machine with the GPU your class will be graded on")
     arch = arch_here().name
     root = repo_root()
-    wanted = rungs(chapters_named(chapters))
     start = time.perf_counter()
     figures: dict[str, list[Figures]] = defaultdict(list)
     per_chapter: dict[str, float] = defaultdict(float)
