@@ -9,15 +9,16 @@ rung's submission cells in place of the solution's) run in the grader's isolated
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import pickle
-import base64
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
+from .. import config
 from ..chapters import names as chapter_names
 from ..cuda.gpu import arch_here, gpu_info, versions
 from ..errors import LadderError
@@ -26,7 +27,6 @@ from ..harness.calibration import Figures, Proposal, Rung, override_toml, propos
 from ..isolation.isolate import check_sources
 from ..learner import cells as nbcells
 from .course import SOURCE_DIR, assignments, repo_root
-from .. import config
 
 
 def chapters_named(numbers: str | None) -> list[str]:
