@@ -1,4 +1,4 @@
-"""The `ladder` command: start, lab, doctor, compile, profile, check, release, grade."""
+"""The `ladder` command: start, lab, doctor, compile, profile, check, release, grade, calibrate."""
 
 from __future__ import annotations
 
@@ -329,6 +329,12 @@ def leaderboard_names() -> tuple[str, ...]:
     return LEADERBOARD_NAMES
 
 
+def cmd_calibrate(args) -> int:
+    from .notebooks.calibrate import run
+
+    return run(args.chapters, args.runs, Path(args.out))
+
+
 def archs_names() -> tuple[str, ...]:
     from .cuda.archs import NAMES
 
@@ -473,6 +479,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--leaderboard", choices=leaderboard_names(), default="initials",
                      help="who the leaderboards name: names, initials (the default) or none")
     rep.set_defaults(func=cmd_report)
+    cal = sub.add_parser("calibrate", help="time every recorded rung of each chapter on this GPU, say whether each "
+                                           "pass bar separates them, and write proposed bars as an override file "
+                                           "(docs/instructors.md)")
+    cal.add_argument("--chapters", metavar="1,5", help="chapter numbers, separated by commas (default: all)")
+    cal.add_argument("--runs", type=int, default=10, help="timed runs of each rung (default 10)")
+    cal.add_argument("--out", default="bars-override.toml",
+                     help="the bars override file to write (default bars-override.toml; every run's figures go "
+                          "beside it as .json)")
+    cal.set_defaults(func=cmd_calibrate)
     return p
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The class report of chapter 5's synthetic class (assets/results/issue15/synthetic_class.py: 16 students),
+# The class report of chapter 5's synthetic class (assets/results/class-grading/synthetic_class.py: 16 students),
 # graded on one GPU by `ladder grade`, and a Chromium screenshot of it.
 #
 # On the GPU machine, through the device tool's `run` with .whl carried (gpu_env.sh), in two calls on one
@@ -22,7 +22,7 @@ case "$part" in
     source "$(dirname "$0")/gpu_env.sh"
     # the time limits of tests/grading: the hanging student costs seconds, not the default minutes
     export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEOUT_S=20
-    python3 assets/results/issue15/synthetic_class.py grading/class05/subs --chapter "$chapter" --half "$half" || exit 1
+    python3 assets/results/class-grading/synthetic_class.py grading/class05/subs --chapter "$chapter" --half "$half" || exit 1
     start=$(date +%s)
     timeout 560 python3 -m grader.cli grade grading/class05/subs --assignment "$chapter" --workspace grading/class05/ws \
         --no-progress --leaderboard initials > "$out/grade.txt" 2> "$out/grade.stderr"

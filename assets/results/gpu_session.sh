@@ -1,31 +1,75 @@
 #!/usr/bin/env bash
-# GPU session checks, on a machine that already has torch, Triton and CuPy but no Jupyter stack and
-# no network (the project's offline-install path). Wheels for nbgrader/nbval/ipykernel are expected
-# in .whl/ (built with shared/tools/offline-wheels.sh).
-#   bash assets/results/gpu_session.sh STEP OUTDIR [ARGS...]
-# STEP:
-#   calibrate CH...     ladder doctor, then assets/results/calibrate_CH.py --runs ${RUNS:-10} per chapter
-#   nbval NB_DIR...     pytest --nbval-lax on solution folders
-#   pytest [ARGS...]    pytest on tests/ (ARGS default: tests)
-#   check10 NB...       ladder check --repeat ${REPEAT:-10} on notebooks
-#   check NB...         ladder check --isolated --json once (graded cells checked in fresh processes)
-#   stability NB:CELL.. assets/results/stability.py --runs ${RUNS:-10}: the same speed cell graded N times
+# Every GPU measurement recorded under assets/results/, one subcommand each, on a GPU machine that has
+# torch, Triton and CuPy. Where it has no Jupyter stack and no network, carry the stack as wheels in .whl/
+# (and dask, distributed and dask-cuda in .whl-dask/ for `class` on several GPUs), downloaded with
+# shared/tools/offline-wheels.sh; they are installed into /tmp/site first.
+#   bash assets/results/gpu_session.sh STEP OUT [ARGS...]
+# Each step writes under OUT (with the GPU's name in OUT/gpu.txt). STEP:
+#   env                      (sourced: `source assets/results/gpu_session.sh env "$OUT"`) only the set-up
+#                            above, in the calling shell, to run a record's own script by hand
+#   calibrate CHAPTERS       `ladder calibrate --chapters CHAPTERS --runs ${RUNS:-10}` (e.g. 1,5; "" for all),
+#                            timed: OUT/bars-override.toml, .json, calibrate.txt, time.txt (calibration/)
+#   nbval NB_DIR...          pytest --nbval-lax on solution folders (notebooks/)
+#   pytest [ARGS...]         pytest on tests/ (ARGS default: tests)
+#   check10 NB...            ladder check --repeat ${REPEAT:-10} on notebooks (notebooks/)
+#   check NB...              ladder check --isolated --json once (timing-integrity/isolation-*)
+#   stability NB:CELL...     the same speed cell graded ${RUNS:-10} times on both paths
+#                            (timing-integrity/stability.py)
+#   one-verdict [CH:STUDENT,...]  every chapter's solution and failing rungs through `ladder check` and
+#                            `ladder grade`, cell by cell (exploits/one_verdict.py), after a smoke check of
+#                            one isolated cell, so that a broken set-up costs seconds
+#   exploits PARTS           the exploit suite on the GPU, PARTS among: wrong (its wrong entries on both
+#                            paths, 4 at a time), correct (its correct entries, one at a time), killer (the
+#                            killer student by `ladder grade` and `ladder check`); EXPLOITS_K narrows (pytest -k)
+#   grading-time [CHAPTERS]  each solution notebook graded alone by `ladder grade`, timed, with where the
+#                            time went (class-grading/grading_time.py)
+#   class GPUS [HALF] [CHAPTER]  a synthetic class of 16 students (class-grading/synthetic_class.py) graded
+#                            by `ladder grade` on GPUS GPUs (1: no Dask; N: --gpus N; "scheduler": one GPU
+#                            through a local Dask scheduler), timed, each score compared with the one its
+#                            submission promises; HALF 1 or 2 grades every other student
+#   profiles [EXERCISES]     every rung's Nsight Compute profile (profiles/record_profiles.py), `ladder
+#                            profile` on chapter 2's solution and tests/profiling's GPU tests (profiles/)
+#   ch07 [PARTS]             chapter 7: calibrate,tests,exploits,sanitize,notebook,profile (default all)
+#   ch08 [PARTS]             chapter 8: record,calibrate,tests,notebook (default all); record writes the eager
+#                            block's torch.profiler table, ops.json and Inductor's code (calibration/ch08-h100)
+#   traces                   what torch.profiler's CUPTI trace records for every kind of library's kernels,
+#                            and what tracing costs (timing-integrity/device-accounting/probe_trace.py;
+#                            tests/cuda/traces/ were trimmed from its output)
+#   top-rungs [CHAPTERS]     the top rungs' scripts (calibration/top-rungs/chNN_gpu.py), e.g. "04 06 03 05"
+# Steps that write many files pack them into OUT/STEP.tar.gz as they go, so that a run cut short at its
+# time limit still brings back what it finished.
 set -uo pipefail
-step=$1; out=$2; shift 2
+step=${1:?usage: gpu_session.sh STEP OUT [ARGS...]}; out=${2:?usage: gpu_session.sh STEP OUT [ARGS...]}; shift 2
 mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
-export JUPYTER_PATH=/tmp/site/share/jupyter  # nbconvert's templates (feedback HTML) live there
-python3 -m ipykernel install --user --name python3 >/dev/null || exit 1
+here=assets/results
+
+if [ -d .whl ]; then
+  # One pip call for both folders: a second `pip install --target --upgrade` replaces the target's bin/
+  # folder whole, and took nbgrader's `alembic` command with it.
+  extra_wheels=(); [ -d .whl-dask ] && extra_wheels=(.whl-dask/*.whl)
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl \
+    "${extra_wheels[@]}" || exit 1
+  export PATH=/tmp/site/bin:$PATH JUPYTER_PATH=/tmp/site/share/jupyter  # nbconvert's templates live there
+  export PYTHONPATH=/tmp/site:$PWD:$PWD/tests
+  python3 -m ipykernel install --user --name python3 >/dev/null || exit 1
+else
+  export PYTHONPATH=$PWD:$PWD/tests
+fi
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+[ "$step" = env ] && return 0 2>/dev/null
+pack() { tar -czf "/tmp/$step.tar.gz" -C "$out" --exclude "$step.tar.gz" . && mv "/tmp/$step.tar.gz" "$out/"; }
+want() { [[ ",$parts," == *",$1,"* ]]; }
 rc=0
+
 case "$step" in
   calibrate)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/nvidia-smi.txt"
-    python3 -m grader.cli doctor | tee "$out/doctor.txt"
-    for ch in "$@"; do
-      python3 "assets/results/calibrate_$ch.py" --runs "${RUNS:-10}" --out "$out/$ch-calibration.json" \
-        2>&1 | tee "$out/$ch-calibration.md" || rc=1
-    done
+    start=$(date +%s.%N)
+    python3 -m grader.cli calibrate ${1:+--chapters "$1"} --runs "${RUNS:-10}" --out "$out/bars-override.toml" \
+      2>"$out/progress.txt" | tee "$out/calibrate.txt" || rc=1
+    echo "chapters=${1:-all} runs=${RUNS:-10} wall_s=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")" \
+      | tee "$out/time.txt"
     ;;
   nbval)
     python3 -m pytest -q -p no:cacheprovider --nbval-lax "$@" 2>&1 | tee "$out/nbval.txt" || rc=1
@@ -44,8 +88,197 @@ for nb in r['notebooks']:
     for c in nb['cells']: print('  ', c['grade_id'], c['outcome'], (c['error'] or {}).get('evalue', '')[:300].replace(chr(10), ' '))" "$out/check.json" | tee "$out/check.txt"
     ;;
   stability)
-    python3 assets/results/stability.py --runs "${RUNS:-10}" --out "$out/stability.json" "$@" 2>&1 | tee "$out/stability.md" || rc=1
+    python3 $here/timing-integrity/stability.py --runs "${RUNS:-10}" --out "$out/stability.json" "$@" 2>&1 \
+      | tee "$out/stability.md" || rc=1
     ;;
-  *) echo "unknown step $step"; exit 2 ;;
+  one-verdict)
+    python3 - <<'EOF' 2>&1 | tee "$out/smoke.txt" || exit 1
+import sys, time
+from grader.isolation import isolate
+from grader.learner import cells
+nb = "solutions/01_vector_add/01_vector_add.ipynb"
+for gid in ("vector-add-visible", "vector-add-visible"):
+    t = time.perf_counter()
+    v = isolate.check_sources(cells.learner_cells(nb, gid), cells.test_source(nb, gid), gid)
+    print(gid, v.passed, v.reason, f"{time.perf_counter() - t:.2f} s", v.message[:500])
+    if not v.passed:
+        sys.exit(1)
+EOF
+    python3 $here/exploits/one_verdict.py --out "$out" "$@" 2>&1 | tee "$out/one_verdict.md" || rc=1
+    ;;
+  exploits)
+    for p in ${1:?exploits takes PARTS: wrong, correct, killer}; do
+      case "$p" in
+        wrong) python3 -m pytest -q -p no:cacheprovider -n 4 -rA --durations=0 tests/notebooks/test_exploits.py \
+                 -m gpu -k "${EXPLOITS_K:-rejected}" 2>&1 | tee "$out/exploits_wrong.txt" || rc=1 ;;
+        correct) python3 -m pytest -q -p no:cacheprovider -rA --durations=0 tests/notebooks/test_exploits.py \
+                   -m gpu -k "${EXPLOITS_K:-accepted}" 2>&1 | tee "$out/exploits_correct.txt" || rc=1 ;;
+        killer) LADDER_CLASS=killer,correct python3 -m pytest -q -p no:cacheprovider -rA --durations=0 \
+                  tests/notebooks/test_grading.py tests/notebooks/test_kernel_death.py \
+                  -k "exactly_the_points or grade_keeps or check_fails" 2>&1 | tee "$out/killer.txt" || rc=1 ;;
+        *) echo "unknown exploits part $p"; exit 2 ;;
+      esac
+    done
+    ;;
+  grading-time)
+    python3 $here/class-grading/grading_time.py --out "$out" --chapters "${1:-}" 2>&1 | tee "$out/grading_time.md"
+    ;;
+  class)
+    gpus=${1:-1}; half=${2:-}; chapter=${3:-01_vector_add}
+    python3 $here/class-grading/synthetic_class.py "$out/subs" --chapter "$chapter" ${half:+--half "$half"} || exit 1
+    python3 $here/class-grading/synthetic_class.py --expected --chapter "$chapter" ${half:+--half "$half"} \
+      > "$out/expected.json"
+    # tests/grading's short limits, so that the hanging student costs seconds
+    export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEOUT_S=20
+    extra=()
+    if [ "$gpus" = scheduler ]; then
+        # one GPU through Dask all the same: a local scheduler and one worker pinned to GPU 0, as an
+        # instructor starts them for --scheduler (docs/instructors.md), so that both paths grade the same class
+        dask scheduler --host 127.0.0.1 --port 8786 --dashboard-address :0 > "$out/scheduler.log" 2>&1 &
+        CUDA_VISIBLE_DEVICES=0 dask worker tcp://127.0.0.1:8786 --nthreads 1 --resources GPU=1 \
+            --dashboard-address :0 > "$out/worker.log" 2>&1 &
+        sleep 10
+        extra=(--scheduler tcp://127.0.0.1:8786)
+    elif [ "$gpus" -gt 1 ]; then
+        extra=(--gpus "$gpus")
+    fi
+    start=$(date +%s.%N)
+    # CLASS_LIMIT_S: stop the grading in time for the records to be written within one device call
+    timeout "${CLASS_LIMIT_S:-86400}" python3 -m grader.cli grade "$out/subs" --assignment "$chapter" \
+        --workspace "$out/ws" "${extra[@]}" > "$out/grade.txt" 2> "$out/grade.stderr"
+    rc=$?
+    [ "$gpus" = scheduler ] && { kill $(jobs -p) 2>/dev/null; sleep 2; }
+    echo "rc=$rc gpus=$gpus wall_s=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")" | tee "$out/wall.txt"
+    grep -v "^    [✓✗]" "$out/grade.txt" | tail -40
+    cp "$out/ws/grades.csv" "$out/grades.csv"
+    python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); [print(*r) for r in c.execute('select student, score, max_score, round(seconds,1), worker, attempts, notes from ladder_graded order by student')]" "$out/ws/gradebook.db" > "$out/journal.txt"
+    python3 - "$out/expected.json" "$out/grades.csv" <<'PY' | tee "$out/score_check.txt"
+import csv, json, sys
+expected = json.load(open(sys.argv[1]))
+got = {r["student_id"]: float(r["score"]) for r in csv.DictReader(open(sys.argv[2]))}
+for student in sorted(expected):
+    mark = "ok" if got.get(student) == expected[student] else "DIFFERS"
+    print(f"{mark:8} {student:20} expected {expected[student]:>4}  graded {got.get(student)}")
+print("all as expected" if all(got.get(s) == e for s, e in expected.items()) else "some scores differ")
+PY
+    # why each failed test cell failed: the reason and the first line of its error output
+    python3 - "$out/ws/autograded" "$chapter" <<'PY' > "$out/failures.txt"
+import json, sys
+from pathlib import Path
+for nb_path in sorted(Path(sys.argv[1]).glob(f"*/{sys.argv[2]}/*.ipynb")):
+    for cell in json.loads(nb_path.read_text())["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        errors = [o.get("evalue", "") for o in cell.get("outputs", []) if o["output_type"] == "error"]
+        if meta.get("grade") and errors:
+            lines = errors[-1].strip().splitlines()
+            print(f"{nb_path.parts[-3]:20} {meta['grade_id']:16} {lines[-1]} {lines[0][:240]}")
+PY
+    for f in wall.txt score_check.txt failures.txt journal.txt expected.json gpu.txt; do
+        echo "== $f"; cat "$out/$f"
+    done > "$out/record.txt" && (cd "$out" && rm -f wall.txt score_check.txt failures.txt journal.txt expected.json)
+    rm -rf "$out/ws/source" "$out/ws/release" "$out/subs"
+    (cd "$out" && tar czf /tmp/class.tgz ws && rm -rf ws && mv /tmp/class.tgz ws.tgz)
+    ;;
+  profiles)
+    python3 $here/profiles/record_profiles.py --out "$out/rec" ${1:+--only "$1"} 2>&1 | tee "$out/signatures.md"
+    python3 -m grader.cli profile solutions/02_coalescing/02_coalescing.ipynb --exercise 2 --out "$out/cli" 2>&1 \
+      | tee "$out/ladder_profile_2.txt"
+    python3 -m pytest -q -p no:cacheprovider -m gpu tests/profiling 2>&1 | tee "$out/pytest_gpu.txt"
+    rm -rf "$out/rec/notebooks"
+    pack
+    ;;
+  ch07)
+    parts=${1:-calibrate,tests,exploits,sanitize,notebook,profile}
+    export PYTHONWARNINGS=ignore
+    if want calibrate; then
+      python3 -m grader.cli calibrate --chapters 7 --runs "${RUNS:-10}" --out "$out/bars-override.toml" 2>/dev/null \
+        | tee "$out/calibration.md"; pack
+    fi
+    if want tests; then
+      python3 -m pytest -q -p no:cacheprovider -rA tests/chapters/test_ch07.py -m gpu 2>&1 | tail -30 \
+        | tee "$out/gpu_tests.txt"; pack
+    fi
+    if want exploits; then
+      python3 -m pytest -q -p no:cacheprovider -rA tests/notebooks/test_exploits.py -m gpu \
+        -k "softmax_torch_launcher or softmax_pow2_only or rmsnorm_no_eps" 2>&1 | tail -15 | tee "$out/exploits.txt"
+      python3 -m pytest -q -p no:cacheprovider -rA tests/sanitizer/test_sanitize.py -k softmax 2>&1 | tail -15 \
+        | tee "$out/race.txt"; pack
+    fi
+    if want sanitize; then
+      python3 -m grader.cli check --sanitize solutions/07_reductions/07_reductions.ipynb 2>&1 | tail -40 \
+        | tee "$out/sanitize.txt"; pack
+    fi
+    if want notebook; then
+      python3 $here/notebooks/run_notebook.py solutions/07_reductions/07_reductions.ipynb "$out" reduce-measure \
+        occupancy-compare length-plot softmax-speed norm-speed stretch-check 2>&1 | tail -60 | tee "$out/notebook.txt"
+      pack
+    fi
+    if want profile; then
+      for ex in 7a 7b; do
+        timeout 300 python3 -m grader.cli profile solutions/07_reductions/07_reductions.ipynb --exercise $ex 2>&1 \
+          | tail -30 | tee "$out/profile-$ex.txt"
+      done
+      pack
+    fi
+    ;;
+  ch08)
+    parts=${1:-record,calibrate,tests,notebook}
+    export PYTHONWARNINGS=ignore
+    if want record; then
+      python3 - "$out" <<'PY' 2>&1 | tee "$out/record.log"
+import json, sys
+from pathlib import Path
+import torch
+from grader.chapters import ch08
+from grader.cuda.gpu import gpu_info
+from grader.harness.ceilings import ceilings
+dest = Path(sys.argv[1])
+(dest / "profile.txt").write_text(ch08.record_profile())
+costs = ch08.measure_ops()
+ceil = ceilings()
+(dest / "ops.json").write_text(json.dumps({
+    "gpu": gpu_info().name, "size": list(ch08.SPEED_SIZE), "torch": torch.__version__,
+    "ceilings": {"copy_gbps": ceil.copy_gbps, "fp16_tflops": ceil.fp16_tflops},
+    "ops": [c.__dict__ for c in costs]}, indent=1))
+code = ch08.record_inductor_code()
+(dest / "inductor_code.py").write_text(code)
+ch08.summarize_inductor(code)
+for row in ch08.profile_rows(costs, ceil.copy_gbps, ceil.fp16_tflops):
+    print(row.describe())
+PY
+      pack
+    fi
+    if want calibrate; then
+      python3 -m grader.cli calibrate --chapters 8 --runs "${RUNS:-10}" --out "$out/bars-override.toml" 2>/dev/null \
+        | tee "$out/calibration.md"; pack
+    fi
+    if want tests; then
+      python3 -m pytest -q -p no:cacheprovider -rA tests/chapters/test_ch08.py -m "gpu and not slow" 2>&1 | tail -30 \
+        | tee "$out/gpu_tests.txt"; pack
+    fi
+    if want notebook; then
+      python3 $here/notebooks/run_notebook.py solutions/08_should_you_write_it/08_should_you_write_it.ipynb "$out" \
+        2>&1 | tail -60 | tee "$out/notebook.txt"; pack
+    fi
+    ;;
+  traces)
+    python3 $here/timing-integrity/device-accounting/probe_trace.py > "$out/probe.jsonl" || rc=1
+    ;;
+  top-rungs)
+    # One device call of at most 600 s holds all four, the graded exercises (4c, 6b) first; each chapter's
+    # limit and options fit that: three timings of each extra variant, and of each 6-stretch-fast case.
+    declare -A limit=([03]=100 [04]=95 [05]=140 [06]=215)
+    declare -A opts=([03]="--variant-runs 1" [04]="--variant-runs 1" [05]="--budget 115" [06]="--budget 160 --fast-runs 3")
+    for ch in ${1:-04 06 03 05}; do
+      echo "=== chapter $ch ==="
+      start=$(date +%s)
+      timeout "${limit[$ch]:-150}" python3 "$here/calibration/top-rungs/ch${ch}_gpu.py" --out "$out/ch$ch" \
+        ${opts[$ch]:-} > "$out/ch$ch.log" 2>&1
+      echo "exit $? after $(( $(date +%s) - start )) s" | tee -a "$out/ch$ch.log"
+      tail -25 "$out/ch$ch.log"
+      pack
+    done
+    ;;
+  *) echo "unknown step $step (see the list at the top of $0)"; exit 2 ;;
 esac
 exit $rc

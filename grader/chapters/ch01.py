@@ -180,7 +180,7 @@ def plot_bandwidth_vs_size(kernels: dict[str, Callable], sizes=None):
     return fig
 
 
-# ------------------------------------------------------------------ diagnose (issue 16)
+# ------------------------------------------------------------------ diagnose: reading two recorded profiles
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded

@@ -263,7 +263,7 @@ def plot_ladder(results: dict[str, SpeedResult | None]):
     return plots.plot_results(results, title=title)
 
 
-# ------------------------------------------------------------------ diagnose (issue 16)
+# ------------------------------------------------------------------ diagnose: reading two recorded profiles
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded

@@ -344,7 +344,7 @@ def plot_results(results: dict[str, SpeedResult | None]):
     return plots.plot_results(results, title=f"SGEMM on {shown[-1].gpu}" if shown else "")
 
 
-# ------------------------------------------------------------------ diagnose (issue 16)
+# ------------------------------------------------------------------ diagnose: reading two recorded profiles
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded

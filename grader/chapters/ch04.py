@@ -333,7 +333,7 @@ def _describe(listing: sass.Listing) -> str:
             f"{listing.count(fma_name)} {fma_name}" + how)
 
 
-# ------------------------------------------------------------------ diagnose (issue 16)
+# ------------------------------------------------------------------ diagnose: reading two recorded profiles
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded

@@ -94,7 +94,7 @@ def _tolerance(size: Size) -> tuple[float, float]:
     5b's answer may also be as far off as torch eager's own (`_eager_bias_gelu`, Exercise.as_torch_computes):
     eager rounds the product to fp16 before adding the bias, and where the bias nearly cancels a product
     of 4 to 8 that one rounding (up to 2^-9) exceeds the tolerance at the small result. It happened once
-    in 67 million elements at 8192 x 8192 (an H200, issue 15's class): without the allowance a kernel
+    in 67 million elements at 8192 x 8192 (an H200, a class graded in assets/results/class-grading): without the allowance a kernel
     that rounds where eager does would fail on some draws of the inputs and pass on others.
     """
     return 2e-3, 1e-3
@@ -654,7 +654,7 @@ def draw_sweep(sizes, curves: dict[str, list[float]], ceiling_tflops: float):
     return fig
 
 
-# ------------------------------------------------------------------ diagnose (issue 16)
+# ------------------------------------------------------------------ diagnose: reading two recorded profiles
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded

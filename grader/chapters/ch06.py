@@ -1009,7 +1009,7 @@ def _one_gradcheck(fwd, bwd, size, causal: bool, dev: str) -> None:
     # rounding; so the gradients themselves are compared with float64 autograd too, at 1e-5 of the largest
     # gradient: gradients rounded to fp16 are off by about 5e-4 and fail. Not tighter: Triton passes a
     # Python float argument (the softmax scale) and float literals (log2 e) as fp32, so a correct float64
-    # kernel on an H100 (assets/results/issue19) was off by more than 1e-9, though well within gradcheck's
+    # kernel on an H100 (assets/results/calibration/top-rungs) was off by more than 1e-9, though well within gradcheck's
     # own tolerance; the interpreter keeps them in float64.
     dout = torch.randn(size, generator=gen, device=dev, dtype=torch.float64)
     leaves = [t.detach().requires_grad_() for t in (q, k, v)]
@@ -1189,7 +1189,7 @@ def tile_rows(head_dim: int) -> int:
     return 128
 
 
-# ------------------------------------------------------------------ diagnose (issue 16)
+# ------------------------------------------------------------------ diagnose: reading two recorded profiles
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded

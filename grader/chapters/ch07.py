@@ -59,7 +59,7 @@ SoftmaxSize = tuple[int, int]   # (rows, cols)
 # shared memory and reads it once, but longer rows take several passes over memory. On an H100 a
 # one-block-per-row online softmax with 16-byte loads measured 1.25x torch at 4,096 x 32,768, the same
 # kernel without 16-byte loads 0.95x, three passes with an interleaved reduction 0.70x
-# (assets/results/ch07/kernels_probe.py, softmax_probe.py).
+# (single runs of probes, before the bars existed: assets/results/calibration/ch07-h100/README.md).
 SOFTMAX_SPEED_SIZE: SoftmaxSize = (4096, 32000)
 SOFTMAX_VISIBLE: tuple[SoftmaxSize, ...] = ((64, 1000), (8, 31), (4, 4096), (2, 50257), (1, 1))
 SOFTMAX_HIDDEN: tuple[SoftmaxSize, ...] = ((1000, 1), (3, 50260), (257, 33), (1, 131072), (4096, 7), (5, 1025))

@@ -53,7 +53,7 @@ from ..harness.quiet import captured_stderr
 from ..isolation.foreign import short
 from ..isolation.rules import unchecked
 
-RECORDED = Path(__file__).resolve().parents[2] / "assets" / "results" / "ch08-h100"
+RECORDED = Path(__file__).resolve().parents[2] / "assets" / "results" / "calibration" / "ch08-h100"
 RECORDED_GPU = "NVIDIA H100 80GB HBM3"
 
 # ================================================================== 8a: the decision
@@ -220,7 +220,7 @@ Size = tuple[int, int, int]   # (B, N, C): batch, sequence length, model width (
 # where fusing the glue is a real share of the time; see the notebook's profile. B = 64, not 16: at
 # B = 16 (0.6 ms of GPU work in eager) a block of nine Triton launches and their tensors spent more
 # time on the host than on the GPU, and measured 0.79-0.95x eager on an H100 with a spread of up to
-# 50% between rounds (assets/results/ch08-h100/b16-calibration.json).
+# 50% between rounds (assets/results/calibration/ch08-h100/b16-calibration.json).
 SPEED_SIZE: Size = (64, 1024, 512)
 PROFILE_SIZE: Size = (16, 1024, 512)   # the size the shipped H100 profile was recorded at
 CPU_SIZES: tuple[Size, ...] = ((1, 16, 64), (2, 33, 128), (1, 70, 64))
@@ -372,7 +372,7 @@ def check_block_speed(block) -> SpeedResult:
 # MLP's first matmul with the bias and GELU in its epilogue, and the down projection. The speed bar alone
 # cannot tell this apart from the same kernels unfused: an add kernel before each norm and a bias + GELU
 # kernel after the matmul, ten launches, measured 1.16-1.18x eager against the bar of 1.1
-# (assets/results/ch08-h100/calibration-unfused.json). Each unfused piece of glue is one more launch and
+# (assets/results/calibration/ch08-h100/calibration-unfused.json). Each unfused piece of glue is one more launch and
 # one more round trip of the activations through memory, so the count is what the chapter teaches, read
 # from the trusted trace. (Copies between the ops, to split and merge the heads, are torch's, not the
 # learner's kernels, and do not count.)
@@ -404,10 +404,10 @@ def require_fused(kernels: KernelTime | None) -> None:
 
 def profile_block(size: Size = PROFILE_SIZE, rows: int = 15) -> str:
     """torch.profiler's table of the eager block at `size` on this GPU, by total CUDA time; without a GPU,
-    the table recorded on an H100 (assets/results/ch08-h100/profile.txt), said so."""
+    the table recorded on an H100 (assets/results/calibration/ch08-h100/profile.txt), said so."""
     if not gpu_or_reason()[0]:
         text = (RECORDED / "profile.txt").read_text()
-        print(f"No GPU here: this is the table recorded on an {RECORDED_GPU} by assets/results/issue17_ch08_gpu.sh.\n")
+        print(f"No GPU here: this is the table recorded on an {RECORDED_GPU} by `assets/results/gpu_session.sh ch08`.\n")
         print(text)
         return text
     text = record_profile(size, rows)
@@ -573,7 +573,7 @@ def profile_rows(costs: list[OpCost], copy_gbps: float, fp16_tflops: float, unst
 
 
 def recorded_rows() -> tuple[list[ProfileRow], dict]:
-    """The profile rows recorded on an H100 (assets/results/ch08-h100/ops.json), and the record itself."""
+    """The profile rows recorded on an H100 (assets/results/calibration/ch08-h100/ops.json), and the record itself."""
     record = json.loads((RECORDED / "ops.json").read_text())
     costs = [OpCost(**c) for c in record["ops"]]
     return profile_rows(costs, record["ceilings"]["copy_gbps"], record["ceilings"]["fp16_tflops"]), record
@@ -609,7 +609,7 @@ def inductor_code(size: Size = (2, 128, 128)) -> str:
     on an H100 (on a CPU, Inductor writes C++ and OpenMP, not Triton)."""
     if not gpu_or_reason()[0]:
         print(f"No GPU here: on a CPU Inductor generates C++ (with OpenMP), not Triton. This is the code it "
-              f"generated for the block on an {RECORDED_GPU}, recorded by assets/results/issue17_ch08_gpu.sh.")
+              f"generated for the block on an {RECORDED_GPU}, recorded by `assets/results/gpu_session.sh ch08`.")
         return (RECORDED / "inductor_code.py").read_text()
     return record_inductor_code(size)
 

@@ -3,7 +3,7 @@
 Why: a correctness check asks whether the kernel computes the right thing, and timing every
 configuration at every new shape tells it nothing. At chapter 5's hidden shapes that timing was most
 of the grading time: each new (M, N, K) compiled and timed every configuration, 74.6 s for one hidden
-cell on an H100 (assets/results/issue15). It also let timing noise choose what was checked: the
+cell on an H100 (assets/results/class-grading). It also let timing noise choose what was checked: the
 configuration that happened to win at a shape was the only one whose result was compared.
 
 So trial `pick` of a correctness check runs configuration number `pick` (modulo their count) among

@@ -5,7 +5,7 @@ replays, other streams and threads), with its name, grid, block, stream and GPU 
 The backend is torch.profiler's Kineto, which drives NVIDIA's CUPTI activity API: CUPTI records
 kernels for the whole CUDA context, not only those torch launched (measured on an H100: CuPy's
 cuBLAS GEMMs, cuBLAS called through ctypes, `torch.compile`'s Inductor kernels, a library's Triton
-kernel, a side stream, another thread and a graph replay all appear; assets/results/issue14/). It
+kernel, a side stream, another thread and a graph replay all appear; assets/results/timing-integrity/device-accounting/). It
 ships inside torch, with torch's own CUPTI, so nothing is added to the install; `cupti-python` would
 add a package keyed to the CUDA major version, beside the cupy-cuda12x/13x choice the learner
 already makes. Kineto gives each kernel's grid and block only in its Chrome-trace export, so a trace

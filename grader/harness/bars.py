@@ -23,7 +23,7 @@ from .. import config
 from ..errors import LadderError
 
 _ARCH = re.compile(r"sm_\d{2,3}")
-_FIELDS = ("bar", "baseline", "what", "graded", "calibration", "needs")
+_FIELDS = ("bar", "baseline", "what", "graded", "calibration", "needs", "not_gradable")
 HERE = object()   # bar_for's default: the architecture compiled for now
 
 
@@ -38,6 +38,9 @@ class Bar:
     source: str = "grader/bars.toml"
     needs: tuple[str, ...] = ()       # capabilities the bar assumes (grader.cuda.capabilities)
     arch: str | None = None           # the architecture whose by_arch entry this bar is, if any
+    # Why no bar can be graded here, when a calibration on this architecture found none that separates
+    # the solution from the rung below (`ladder calibrate`); grader.harness.feasibility scores it by policy.
+    not_gradable: str = ""
 
 
 def _read(path_or_text, source: str) -> dict:
@@ -105,9 +108,12 @@ def _bar(key: str, fields: dict, source: str, arch: str | None) -> Bar:
     needs = fields.get("needs", [])
     if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
         raise LadderError(f"pass bar {key!r}: `needs` must be a list of capability names ({source})")
+    not_gradable = fields.get("not_gradable", "")
+    if not isinstance(not_gradable, str):
+        raise LadderError(f"pass bar {key!r}: `not_gradable` must be a sentence saying why ({source})")
     return Bar(key=key, bar=value, baseline=fields.get("baseline", "torch"), what=fields.get("what", key),
                graded=bool(fields.get("graded", True)), calibration=fields.get("calibration", ""), source=source,
-               needs=tuple(needs), arch=arch)
+               needs=tuple(needs), arch=arch, not_gradable=not_gradable)
 
 
 def _current_arch() -> str | None:

@@ -578,7 +578,7 @@ def ungraded_timing_skipped(what: str) -> bool:
     """True, after saying so, where an ungraded timing is left out: in the grader's own runs of a notebook
     on a GPU. A worked version's speed or a sweep decides no score, yet such timings were a third of a
     student's grading time on an H100 (chapter 6's tuned forward alone 53-62 s of 208-268 s:
-    assets/results/issue15), spent once per student; the learner sees them by running the cell in JupyterLab."""
+    assets/results/class-grading), spent once per student; the learner sees them by running the cell in JupyterLab."""
     return _left_out(what, "not timed")
 
 
@@ -586,7 +586,7 @@ def stretch_left_out(what: str) -> bool:
     """True, after saying so, where a stretch goal is left out whole, its correctness too: in the grader's own
     runs of a notebook on a GPU. Its cell is not graded, and its correctness trials compile the learner's
     extra kernels: chapter 5's split-K and Hopper cells took 16 s of a student's grading on an H100, after
-    their timing was already left out (assets/results/issue15). The learner sees it by running the cell."""
+    their timing was already left out (assets/results/class-grading). The learner sees it by running the cell."""
     return _left_out(what, "not checked")
 
 

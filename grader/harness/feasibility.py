@@ -8,6 +8,9 @@ architecture (grader.cuda.capabilities), never read off its name: with Triton 3.
 compiles `tl.dot` to plain FMA, so chapters 5 and 6, timed against torch's tensor-core kernels,
 cannot reach their bars on a T4.
 
+A bar is also out of reach on an architecture whose by_arch entry says `not_gradable`: `ladder calibrate`
+writes that where no bar separated the solution from the rung below on that GPU.
+
 Such a speed cell never shows a plain fail: it measures and reports as usual, then says "not
 gradable on this GPU" with the reason, and is scored by the instructor's policy
 (`LADDER_UNGRADABLE`, grader.config): "zero" raises NotGradable (reason code `not-gradable`), "full"
@@ -36,13 +39,18 @@ class Gradability:
     missing: tuple[Finding, ...] = ()
 
     @property
+    def unseparated(self) -> str:
+        """Why a calibration on this architecture set no bar (the bar's `not_gradable`), or empty."""
+        return self.bar.not_gradable if self.bar.arch == self.arch.name else ""
+
+    @property
     def runs(self) -> bool:
         """False when a technique the exercise needs cannot even be compiled for the architecture."""
         return not any(CAPABILITIES[f.capability].without == "cannot run" for f in self.missing)
 
     @property
     def reachable(self) -> bool:
-        return not self.missing
+        return not self.missing and not self.unseparated
 
     @property
     def status(self) -> str:
@@ -56,6 +64,9 @@ class Gradability:
         """Why the bar is out of reach here, in a sentence or two (empty when it is not)."""
         if self.reachable:
             return ""
+        if self.unseparated:
+            return (f"the calibration on {self.arch.name} found no bar that the solution clears and the rung below "
+                    f"misses: {self.unseparated} Correctness is graded as on every GPU.")
         parts = [f"{CAPABILITIES[f.capability].meaning}: not on {self.arch.name}. {f.evidence}; "
                  f"{CAPABILITIES[f.capability].consequence}." for f in self.missing]
         if not self.runs:

@@ -307,7 +307,7 @@ def _op_recorder(call: _Call):
             # torch's hook for a mode that guards itself: without it TorchDispatchMode wraps __torch_dispatch__
             # in torch._disable_dynamo, whose first call imports torch._dynamo. That import took 6-10 s in
             # every fresh check process whose launcher ran one torch op (chapter 6's backward allocates
-            # `delta`) on an H100 image without a bytecode cache (assets/results/issue15).
+            # `delta`) on an H100 image without a bytecode cache (assets/results/class-grading).
             return False
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):

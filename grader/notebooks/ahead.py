@@ -3,7 +3,7 @@
 Why: a graded check runs in fresh processes (grader.isolation), and most of its time is spent on the
 CPU: starting its worker with the learner's cells and compiling the learner's Triton kernels for each
 new specialisation of the shapes it tries. One check after another, the GPU mostly waits (on an H100,
-chapter 6's three backward-pass checks took 26-28 s each; assets/results/issue15). A check is described
+chapter 6's three backward-pass checks took 26-28 s each; assets/results/class-grading). A check is described
 by data only: the learner's cells before its test cell, the test cell's own source, and how those cells
 ended in the notebook's kernel. So it can start before the kernel reaches its cell, by assuming that
 every learner cell before it runs as it reads, and beside the student's other checks.

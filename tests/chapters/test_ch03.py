@@ -383,8 +383,8 @@ def test_stretch_kernel_moves_16_bytes_per_instruction():
 # ------------------------------------------------------------------------ the warp-tiling stretch goal
 
 def _gpu_script():
-    """assets/results/issue19/ch03_gpu.py: the tile variants, their compile report and the NumPy emulation."""
-    spec = importlib.util.spec_from_file_location("ch03_gpu", ROOT / "assets/results/issue19/ch03_gpu.py")
+    """assets/results/calibration/top-rungs/ch03_gpu.py: the tile variants, their compile report and the NumPy emulation."""
+    spec = importlib.util.spec_from_file_location("ch03_gpu", ROOT / "assets/results/calibration/top-rungs/ch03_gpu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -474,9 +474,9 @@ MMA_SNIPPETS = (
     "copy_next(stage);",
 )
 def _gpu_script_variants() -> dict:
-    """The variants the GPU script tries (assets/results/issue19/ch04_gpu.py's VARIANTS), as #define changes:
+    """The variants the GPU script tries (assets/results/calibration/top-rungs/ch04_gpu.py's VARIANTS), as #define changes:
     the script's own list, so that what is compiled and emulated here is what the GPU times."""
-    spec = importlib.util.spec_from_file_location("ch04_gpu", ROOT / "assets/results/issue19/ch04_gpu.py")
+    spec = importlib.util.spec_from_file_location("ch04_gpu", ROOT / "assets/results/calibration/top-rungs/ch04_gpu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.VARIANTS

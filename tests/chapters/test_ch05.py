@@ -598,13 +598,13 @@ def test_the_chapter_text_states_the_per_architecture_shared_memory_limits():
 
 
 def test_5b_bar_on_hopper_separates_the_rungs_of_both_records():
-    """The sm_90 bar against the ten runs a rung on an H100 and an H200 (assets/results/ch05-5b-sm90): the
+    """The sm_90 bar against the ten runs a rung on an H100 and an H200 (assets/results/calibration/ch05-5b-sm90): the
     fused solution above it every time, both unfused rungs below it every time."""
     from grader.harness.bars import bar_for
 
     bar = bar_for("5b", arch="sm_90").bar
     for gpu in ("h100", "h200"):
-        record = json.loads((ROOT / "assets" / "results" / "ch05-5b-sm90" / gpu / "ch05-5b-calibration.json").read_text())
+        record = json.loads((ROOT / "assets" / "results" / "calibration" / "ch05-5b-sm90" / gpu / "ch05-5b-calibration.json").read_text())
         assert record["cc"] == "9.0" and len(record["rungs"]) == 3
         for rung in record["rungs"]:
             speedups = [run["speedup"] for run in rung["runs"]]

@@ -555,7 +555,7 @@ def test_gpu_backward_memory_check_tells_recomputed_from_stored_probabilities():
 # ------------------------------------------------------------------------------------ stretch 1b's bars
 
 # The H100 record the sm_90 bars were set from (the notebook quotes it), and the H200 record that checked them.
-FAST_RECORDS = [ROOT / f"assets/results/issue19/{gpu}/ch06-tma/ch06_gpu.json" for gpu in ("h100", "h200")]
+FAST_RECORDS = [ROOT / f"assets/results/calibration/top-rungs/{gpu}/ch06-tma/ch06_gpu.json" for gpu in ("h100", "h200")]
 
 
 def _fast_rows(record) -> dict:

@@ -259,7 +259,7 @@ def test_host_bound_cell_without_a_gpu_says_where_the_figures_come_from(capsys):
 
 @pytest.mark.gpu
 def test_gpu_unfused_block_fails_for_its_fusion_not_its_speed():
-    """The unfused rung measured above the 8b bar (assets/results/ch08-h100/calibration-unfused.json); the
+    """The unfused rung measured above the 8b bar (assets/results/calibration/ch08-h100/calibration-unfused.json); the
     grade now rests on the trace's launch count, so it must fail with "not-fused" whatever its speed."""
     from submissions.build import launchers
 

@@ -281,7 +281,7 @@ def _judge(causal, noncausal=FULL, **kw):
     ch06.judge_skipping(_counted({"flash": int(causal)}, **kw), _counted({"flash": int(noncausal)}), ch06.COUNT_SIZE)
 
 
-# Shares of the whole product measured on an H100 (assets/results/issue5-h100/J): causal, causal=False.
+# Shares of the whole product measured on an H100 (assets/results/timing-integrity/isolated-grading-h100/J): causal, causal=False.
 @pytest.mark.parametrize("causal, noncausal, shown", [
     (0.5078, 1.0, "50.8% of the multiply-adds"),            # 64-row tiles, 4 warps
     (0.5625, 1.0, "56.2% of the multiply-adds"),            # 512-row tiles

@@ -1,5 +1,5 @@
 """Device-side accounting (grader.cuda.trace) read from traces recorded on an H100 (tests/cuda/traces/,
-made by assets/results/issue14/probe_trace.py), and what tracing says where it cannot run."""
+made by assets/results/timing-integrity/device-accounting/probe_trace.py), and what tracing says where it cannot run."""
 
 from __future__ import annotations
 

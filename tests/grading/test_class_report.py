@@ -50,13 +50,13 @@ def test_a_speed_cell_is_read_back_from_its_own_report_passed_or_below_the_bar()
 
 
 def test_the_recorded_rungs_are_the_medians_of_their_calibration_runs():
-    data = json.loads((ROOT / "assets/results/ch05-h200/ch05-calibration.json").read_text())
+    data = json.loads((ROOT / "assets/results/calibration/ch05-h200/ch05-calibration.json").read_text())
     solution = next(r for r in data["rungs"] if r["bar_key"] == "5a" and r["rung"].endswith("(solution)"))
     recorded = report.recorded_rungs(ROOT / "assets" / "results")
     rungs = {r.name: r for r in recorded["5a"] if r.gpu == data["gpu"]}
     assert {"naive_5a", "solution"} <= set(rungs)
     assert rungs["solution"].speedup == statistics.median(r["speedup"] for r in solution["runs"])
-    five_b = json.loads((ROOT / "assets/results/ch05-5b-sm90/h100/ch05-5b-calibration.json").read_text())
+    five_b = json.loads((ROOT / "assets/results/calibration/ch05-5b-sm90/h100/ch05-5b-calibration.json").read_text())
     assert five_b["gpu"] in {r.gpu for r in recorded["5b"]} and data["gpu"] in {r.gpu for r in recorded["5b"]}
 
 

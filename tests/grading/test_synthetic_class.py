@@ -1,4 +1,4 @@
-"""The GPU machines' synthetic classes (assets/results/issue15/synthetic_class.py): 16 students of each
+"""The GPU machines' synthetic classes (assets/results/class-grading/synthetic_class.py): 16 students of each
 chapter, every kind the class-grading issue names among them, each a notebook nbgrader can read, and an
 expected score for each within the chapter's points."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 
-SCRIPT = ROOT / "assets" / "results" / "issue15" / "synthetic_class.py"
+SCRIPT = ROOT / "assets" / "results" / "class-grading" / "synthetic_class.py"
 
 
 @pytest.fixture(scope="module")

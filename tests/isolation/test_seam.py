@@ -235,7 +235,7 @@ print("ok")
 
 def test_watching_a_launchers_torch_ops_does_not_import_dynamo():
     """The torch-op recorder (a TorchDispatchMode) must not pull in torch._dynamo: that import took 6-10 s in
-    each fresh check process on an H100 image without a bytecode cache (assets/results/issue15). Run in a
+    each fresh check process on an H100 image without a bytecode cache (assets/results/class-grading). Run in a
     fresh interpreter, since another test may have imported it already."""
     import subprocess
     import sys

@@ -16,7 +16,7 @@ from grader.learner.cells import grade_id, source
 SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
 RELEASED = sorted((ROOT / "course").glob("*/*.ipynb"))
 README = ROOT / "README.md"
-RESULTS = ROOT / "assets" / "results"
+RESULTS = ROOT / "assets" / "results" / "calibration"
 
 
 def flat(text: str) -> str:
@@ -453,5 +453,5 @@ def test_chapter_8_ceilings_and_the_library_rate():
     assert numbers(text, r"above\s+the (\d+) TFLOP/s the doctor measured") == [round(smallsmem["ceilings"]["fp16_tflops"])]
     ops = json.loads((CH08 / "ops.json").read_text())["ceilings"]["fp16_tflops"]
     assert numbers(text, r"against the (\d+) the\s+rows below use") == [round(ops)]
-    assert numbers(text, r"\(`assets/results/ch08-h100/ops.json`\), ([\d.]+)× beyond") == [round(SHEET_TFLOPS_FP16 / ops, 2)]
+    assert numbers(text, r"\(`assets/results/calibration/ch08-h100/ops.json`\), ([\d.]+)× beyond") == [round(SHEET_TFLOPS_FP16 / ops, 2)]
     assert numbers(text, r"\((\d+) TFLOP/s dense fp16 and ([\d.]+) TB/s") == [SHEET_TFLOPS_FP16, SHEET_TBPS]

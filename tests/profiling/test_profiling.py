@@ -1,5 +1,5 @@
 """The profiler's reading, signatures, recorded rungs, roofline and failure messages, on recorded
-Nsight Compute reports (assets/profiles/H100/, recorded on an H100 by assets/results/issue16_gpu.sh),
+Nsight Compute reports (assets/profiles/H100/, recorded on an H100 by `assets/results/gpu_session.sh profiles`),
 plus one GPU test that profiles a solution notebook for real."""
 
 import math
@@ -15,7 +15,7 @@ from grader.profiling import ncu, recorded
 from grader.profiling.report import read_raw_csv
 from grader.profiling.signature import signature_from_rows, signature_of
 
-PROBE = ROOT / "assets/results/issue16/probe-h100"
+PROBE = ROOT / "assets/results/profiles/probe-h100"
 
 
 def test_every_recorded_rung_reads_back_with_its_kernel_and_gpu():

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Class grading on 1, 2 and 4 GPUs of one machine: throughput, per-student cost, scores. Through the device
-# tool's `run` on nvidia-h100-x4 with .whl and .whl-dask carried (assets/results/issue15_gpu.sh says how the
+# tool's `run` on nvidia-h100-x4 with .whl and .whl-dask carried (assets/results/gpu_session.sh says how the
 # dask wheels are made), from the repository root:
 #
 #   bash assets/results/class-grading/run.sh class "$OUT/c1-gpus4" 4 01_vector_add 2
 #   bash assets/results/class-grading/run.sh class "$OUT/c1-gpus1-part1" 1 01_vector_add 2 1/3    # 2/3, 3/3
 #   (name each folder CLASS-gpusN[-partK]: the report adds up the parts of one class and GPU count)
-#       CLASS: assets/results/issue15's synthetic class of CHAPTER with each student COPIES times (chapter 1:
+#       CLASS: assets/results/class-grading's synthetic class of CHAPTER with each student COPIES times (chapter 1:
 #       2 copies, 32 students; chapter 5: 1, its 16), graded by `ladder grade` on GPUS GPUs (1: no Dask; N:
 #       --gpus N), with tests/grading's short limits (cell 45 s, calls 20 s). PART K/N grades every Nth student
 #       from the Kth, for a one-GPU class that does not fit one 600 s command: the parts' walls add up to the
@@ -26,7 +26,7 @@
 set -uo pipefail
 mode=$1; out=$2; shift 2
 here=assets/results/class-grading
-source assets/results/gpu_env.sh
+source assets/results/gpu_session.sh env "$OUT"
 export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEOUT_S=20
 
 # grade DIR GPUS CHAPTER COPIES [PART] [ONLY...]: one class graded into DIR, with its records

@@ -2,7 +2,7 @@
 workspace's journal, and compare runs.
 
     python3 scaling.py build OUT --chapter 01_vector_add --copies 2 [--part K/N] [--only correct]
-        the synthetic class of assets/results/issue15/synthetic_class.py with every student COPIES times
+        the synthetic class of assets/results/class-grading/synthetic_class.py with every student COPIES times
         (correct-1a, correct-1b, ...), or only its kinds named by --only; --part K/N keeps every Nth student
         by name from the Kth, for a one-GPU grading that does not fit one device call
     python3 scaling.py expected --chapter 01_vector_add --copies 2 [--part K/N] [--only correct]

@@ -16,7 +16,7 @@
 #              and the exploit entry `unfused_block` on both paths
 #   check      nbval over chapters 7 and 8's solution notebooks, then `ladder check` of each (full marks)
 # Not in the default (about 3 more minutes), for `assets/profiles/H100/`:
-#   rungs      Nsight Compute's signature of every rung of 7a and 7b (assets/results/issue16/record_profiles.py):
+#   rungs      Nsight Compute's signature of every rung of 7a and 7b (assets/results/profiles/record_profiles.py):
 #              merge rungs/profiles/H100/7a, 7b and their index.json entries into assets/profiles/H100/
 # Everything lands in "$OUT/text-facts" and is tarred into "$OUT/text-facts.tar.gz" after each step, so a
 # run cut short still returns what it finished.
@@ -33,11 +33,11 @@ start=$SECONDS
 stamp() { echo "[$1: $((SECONDS - start)) s]" | tee -a "$dest/times.txt"; }
 
 if want bars; then
-  python3 assets/results/calibrate_ch07.py --runs 10 --only "7b " --out "$dest/calibration-7b.json" 2>&1 \
+  python3 assets/results/calibration/ch07-h100 --runs 10 --only "7b " --out "$dest/calibration-7b.json" 2>&1 \
     | tee "$dest/calibration-7b.md"
   pack
   for rung in solution unfused; do
-    python3 assets/results/calibrate_ch08.py --runs 10 --only "($rung)" --out "$dest/calibration-8b-$rung.json" \
+    python3 assets/results/calibration/ch08-h100 --runs 10 --only "($rung)" --out "$dest/calibration-8b-$rung.json" \
       2>&1 | tee "$dest/calibration-8b-$rung.md"
     pack
   done
@@ -55,10 +55,10 @@ if want traffic; then
   stamp traffic
 fi
 if want cells; then
-  python3 assets/results/run_notebook.py solutions/07_reductions/07_reductions.ipynb "$dest" reduce-measure \
+  python3 assets/results/notebooks/run_notebook.py solutions/07_reductions/07_reductions.ipynb "$dest" reduce-measure \
     softmax-speed norm-speed 2>&1 | tail -60 | tee "$dest/reductions.txt"
   pack
-  python3 assets/results/run_notebook.py solutions/08_should_you_write_it/08_should_you_write_it.ipynb "$dest" \
+  python3 assets/results/notebooks/run_notebook.py solutions/08_should_you_write_it/08_should_you_write_it.ipynb "$dest" \
     host-measure block-speed 2>&1 | tail -40 | tee "$dest/host-bound.txt"
   nsys_bin=$(command -v nsys || echo /usr/local/cuda/bin/nsys)
   timeout 120 "$nsys_bin" profile -t cuda,osrt -o "$dest/b16" --force-overwrite true \
@@ -88,7 +88,7 @@ if want check; then
   stamp check
 fi
 if want rungs; then
-  python3 assets/results/issue16/record_profiles.py --out "$dest/rungs" --only 7a,7b 2>&1 | tee "$dest/rungs.md"
+  python3 assets/results/profiles/record_profiles.py --out "$dest/rungs" --only 7a,7b 2>&1 | tee "$dest/rungs.md"
   rm -rf "$dest/rungs/notebooks" "$dest/rungs/raw"
   pack
   stamp rungs

@@ -1,7 +1,7 @@
 """5b as the learner's 5a matmul followed by two kernels of their own, in place on `out`: one adds the
 bias, the next applies GELU. Correct, and exactly torch eager's memory traffic (the M x N result goes
 to memory three times), so it must miss 5b's speed bar every time. On an H200 it clears 1.1x eager
-(1.149-1.172x; 1.031-1.042x on an H100: assets/results/ch05-5b-sm90), which is why sm_90's bar is 1.3.
+(1.149-1.172x; 1.031-1.042x on an H100: assets/results/calibration/ch05-5b-sm90), which is why sm_90's bar is 1.3.
 Every kernel is the learner's own: torch computing the epilogue would be `library-compute` instead.
 Everything else is the solution."""
 CHAPTER_DIR = "05_triton_matmul"

@@ -1,7 +1,7 @@
 """7b's previous rung: the same Triton kernels with the fusion taken out: an add kernel writes the
 residual sum, then a norm kernel reads it back. Correct everywhere; it moves one more read of the matrix
 than the fused kernel (5 passes instead of 4: the sum it writes, the fused kernel writes too), and must
-miss the 7b bar every time (assets/results/ch07-h100). Everything else is the solution."""
+miss the 7b bar every time (assets/results/calibration/ch07-h100). Everything else is the solution."""
 CHAPTER_DIR = "07_reductions"
 CELLS = {
     "norm-solution": '''

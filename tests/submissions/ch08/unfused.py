@@ -2,7 +2,7 @@
 MLP's first matmul is the 5a matmul followed by a bias + GELU kernel, and each add_rmsnorm is an add
 kernel followed by an RMSNorm kernel that reads the sum back. Every kernel is the learner's own and the
 block is correct; it moves what torch eager's glue moves, less the fp32 round trips, so it must miss
-the 8b bar (calibrated in assets/results/ch08-h100). Everything else is the solution."""
+the 8b bar (calibrated in assets/results/calibration/ch08-h100). Everything else is the solution."""
 from submissions.ch07.unfused_7b import CELLS as CELLS_7
 from submissions.ch08 import notebook_cell
 

@@ -11,7 +11,7 @@ to fp32 rounding. fp32 throughout, one rounding to fp16. Speed: the same per-til
 fused solution, 1.443-1.470x torch eager on an H200 at 8192 x 8192 x 1024 (assets/results/README.md),
 and at that square output grouping by columns reuses as much as by rows. Measured
 (tests/submissions/correct/_measure.py, in-process): 1.460x (2 timed runs, NVIDIA H200, 2026-11-21);
-1.488-1.522x (3 runs, NVIDIA H100 80GB HBM3, 2026-11-25, assets/results/gpu-tests-h100),
+1.488-1.522x (3 runs, NVIDIA H100 80GB HBM3, 2026-11-25, assets/results/exploits/gpu-suite-h100),
 14% above sm_90's bar of 1.3x (1.1x elsewhere).
 """
 CHAPTER_DIR = "05_triton_matmul"

@@ -13,7 +13,7 @@ relative accuracy only where it is small, and there the absolute error of 0.5 x 
 is this design with four configurations, 1.443-1.470x torch eager on an H200 at 8192 x 8192 x 1024
 (assets/results/README.md). Measured (tests/submissions/correct/_measure.py, in-process): 1.448x (2
 timed runs, NVIDIA H200, 2026-11-21); 1.468-1.490x (3 runs, NVIDIA H100 80GB HBM3, 2026-11-25,
-assets/results/gpu-tests-h100), 13% above sm_90's bar of 1.3x (1.1x elsewhere).
+assets/results/exploits/gpu-suite-h100), 13% above sm_90's bar of 1.3x (1.1x elsewhere).
 """
 CHAPTER_DIR = "05_triton_matmul"
 CELLS = {

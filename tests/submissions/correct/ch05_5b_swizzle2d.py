@@ -11,7 +11,7 @@ limit; fp32 throughout, one rounding. Speed: the calibrated fused solution measu
 eager on an H200 at 8192 x 8192 x 1024 (assets/results/README.md); this has the same per-tile work.
 Measured (tests/submissions/correct/_measure.py, in-process): 1.490x (2 timed runs, NVIDIA H200,
 2026-11-21); 1.490-1.517x (3 runs, NVIDIA H100 80GB HBM3, 2026-11-25,
-assets/results/gpu-tests-h100), 15% above sm_90's bar of 1.3x (1.1x elsewhere).
+assets/results/exploits/gpu-suite-h100), 15% above sm_90's bar of 1.3x (1.1x elsewhere).
 """
 CHAPTER_DIR = "05_triton_matmul"
 CELLS = {

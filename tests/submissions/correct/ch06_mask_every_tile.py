@@ -5,12 +5,12 @@ warps. It is the variant that measured slowest against its own non-causal launch
 for `6-causal` although the kernel does exactly what that bar describes (skips the tiles after the
 diagonal). The bar is 1.2x since; this entry keeps it honest: a correct kernel that skips must pass,
 and `ch06/no_skip` (causal mask, no skipping, about 0.86x) must still fail. On an H100, ten isolated
-gradings gave 1.435-1.460x (assets/results/issue5-h100/C/).
+gradings gave 1.435-1.460x (assets/results/timing-integrity/isolated-grading-h100/C/).
 
 It also keeps the work count honest: with 64-row tiles and 8 warps, Triton 3.6 issues every MMA 1.5
 times on an H100, so its causal launch does 76% of the tensor-core work of the whole N x N product
 (its causal=False launch 150%). A first rule (at most 75% of the product) rejected it; the rule now
-also accepts 60% of the kernel's own causal=False count (assets/results/issue5-h100/J/).
+also accepts 60% of the kernel's own causal=False count (assets/results/timing-integrity/isolated-grading-h100/J/).
 
 Independent of the solution: no helper function, a single loop for both modes, natural-base
 exponentials with the scale applied to the scores, its own names.

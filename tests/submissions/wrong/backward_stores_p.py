@@ -3,7 +3,7 @@ to a (B, H, N, N) fp16 tensor, and the dK/dV and dQ kernels read their tiles of 
 recomputing them. Right values (P rounded to fp16 is well inside the tolerance), only the learner's
 kernels run; but the extra memory is 2 B H N^2 bytes (1 GiB at B=1 H=8 N=8192), which the O(N) memory
 check must reject. On a CPU the memory cell cannot measure anything. It is also the rung below the
-solution in assets/results/issue19/ch06_gpu.py."""
+solution in assets/results/calibration/top-rungs/ch06_gpu.py."""
 from submissions.wrong import edited, notebook_cell
 
 CHAPTER_DIR = "06_flash_attention"

@@ -1,0 +1,137 @@
+"""Record the profiler signature of every rung on this GPU, through `ladder profile`'s own code path.
+
+    python assets/results/profiles/record_profiles.py --out OUT [--only 2,1a]
+
+For each rung: the synthetic submission that stands for it (tests/submissions/) is built into a
+notebook, profiled with grader.profiling.ncu.profile_notebook (ncu, the learner's launcher only, the
+graded size unless one launch is too slow), and its raw CSV page is written to
+OUT/profiles/<GPU>/<exercise>/<rung>.csv, with OUT/profiles/<GPU>/index.json. The table of every
+rung and the checks of the separations the course relies on go to stdout (Markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from submissions.build import build, load
+
+from grader.harness.ceilings import ceilings
+from grader.profiling import recorded
+from grader.profiling.ncu import ProfileUnavailable, find_ncu, profile_notebook
+
+# exercise -> [(rung, submission package, submission, what the rung is)], in ladder order.
+RUNGS = {
+    "1a": [("one_per_thread", "ch01", "naive_1a", "one element per thread, 256 threads a block"),
+           ("float4", "correct", "ch01_1a_float4", "four elements per thread through 16-byte loads")],
+    "1b": [("three_kernels", "ch01", "three_kernels_1b", "multiply, add, relu as three kernels through two temporaries"),
+           ("fused", "ch01", "correct", "one fused kernel: read a, x, b once, write once")],
+    "2": [("naive", "ch02", "naive", "one thread per element: coalesced reads, strided writes"),
+          ("unpadded_tile", "ch02", "unpadded_tile", "32x32 shared tile, 32x8 threads, no padding"),
+          ("one_per_thread_tile", "ch02", "one_per_thread_tile", "padded tile, one element per thread"),
+          ("solution", "ch02", "correct", "padded [32][33] tile, 32x8 threads, 4 rows each")],
+    "3": [("naive_uncoalesced", "ch03", "naive_uncoalesced", "one thread per output, warps down a column of C"),
+          ("naive_coalesced", "ch03", "naive_coalesced", "one thread per output, warps along a row of C"),
+          ("smem_tile_32", "ch03", "smem_tile_32", "32x32 shared-memory tiles, no register blocking"),
+          ("blocktile_1d", "ch03", "blocktile_1d", "64x64 block tile, 8 outputs per thread down a column"),
+          ("solution", "ch03", "correct", "128x128x8 block tile, 8x8 outputs per thread")],
+    "4": [("fma_only", "ch04", "fma_only", "16x16 shared tiles on the FMA units: no tensor cores"),
+          ("global_wmma", "ch04", "global_wmma", "one warp per 16x16 tile, fragments from global memory"),
+          ("solution", "ch04", "correct", "WMMA staged through shared memory, 128x128x32, 8 warps"),
+          ("register_prefetch", "ch04", "register_prefetch", "the solution with the next slice prefetched into registers")],
+    "5a": [("naive", "ch05", "naive_5a", "32x32x32 tiles, row-major order, no autotuning"),
+           ("ungrouped", "ch05", "ungrouped_5a", "the solution's autotuned tiles in plain row-major order"),
+           ("solution", "ch05", "correct", "large tiles, grouped order, autotuned")],
+    "5b": [("unfused", "ch05", "unfused_5b", "matmul, then bias and GELU as two more kernels"),
+           ("solution", "ch05", "correct", "bias and GELU fused into the matmul's epilogue")],
+    "6": [("naive_triton", "ch06", "naive_triton", "scores written to an N x N fp32 tensor, then softmax, then P V"),
+          ("solution", "ch06", "correct", "flash attention: online softmax over K/V tiles")],
+    "6-causal": [("no_skip", "ch06", "no_skip", "causal mask applied, but every key tile still visited"),
+                 ("solution", "ch06", "correct", "causal: key tiles above the diagonal skipped")],
+    "7a": [("three_pass", "ch07", "three_pass_7a", "three passes over each row, the interleaved tree"),
+           ("scalar", "ch07", "scalar_7a", "online statistics, two passes, 4-byte loads"),
+           ("solution", "ch07", "correct", "online statistics, two passes, 16-byte loads, 1,024 threads a row")],
+    "7b": [("unfused", "ch07", "unfused_7b", "an add kernel, then a norm kernel that reads the sum back"),
+           ("solution", "ch07", "correct", "residual add and RMSNorm in one program per row")],
+}
+
+# The separations the course's text relies on: (exercise, rung, attribute, comparison, value).
+CHECKS = [
+    ("2", "unpadded_tile", "shared_ld_ways", ">=", 16.0), ("2", "solution", "shared_ld_ways", "<=", 1.5),
+    ("2", "naive", "st_sectors_per_request", ">=", 16.0), ("2", "solution", "st_sectors_per_request", "<=", 4.5),
+    ("1a", "float4", "dram_pct", ">=", 85.0),
+    ("3", "naive_uncoalesced", "ld_sectors_per_request", ">", 8.0),
+    ("4", "fma_only", "tensor_pipe_pct", "<=", 1.0), ("4", "solution", "tensor_pipe_pct", ">=", 10.0),
+    # chapter 7's text: the softmax's second read comes mostly from HBM (35% L2 hits in ladder profile's run)
+    ("7a", "solution", "l2_hit_pct", "<=", 50.0), ("7a", "solution", "dram_pct", ">=", 80.0),
+    ("7b", "solution", "dram_pct", ">=", 80.0),
+]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--only", help="comma-separated exercises")
+    args = p.parse_args()
+    only = set(args.only.split(",")) if args.only else None
+    c = ceilings()
+    gpu = c.gpu
+    slug = "H100" if "H100" in gpu else gpu.replace(" ", "_")
+    dest = args.out / "profiles" / slug
+    version = subprocess.run([find_ncu(), "--version"], check=False, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    index = {"gpu": gpu, "ncu": version, "ceilings": {"copy_gbps": c.copy_gbps, "fp32_tflops": c.fp32_tflops,
+                                                     "fp16_tflops": c.fp16_tflops},
+             "command": "python assets/results/profiles/record_profiles.py --out OUT", "exercises": {}}
+    work = args.out / "notebooks"
+    failures = 0
+    for exercise, rungs in RUNGS.items():
+        if only and exercise not in only:
+            continue
+        entry = {"gpu": gpu, "rungs": [], "size": None, "flops": None}
+        for rung, package, submission, what in rungs:
+            folder = load(package, submission).CHAPTER_DIR   # each submission names its chapter's folder
+            nb = build(package, folder, submission, work / f"{exercise}-{rung}" / f"{folder}.ipynb")
+            try:
+                prof = profile_notebook(nb, exercise, out_dir=args.out / "raw" / exercise / rung)
+            except ProfileUnavailable as exc:
+                print(f"FAILED {exercise}/{rung}: {exc}", flush=True)
+                failures += 1
+                continue
+            (dest / exercise).mkdir(parents=True, exist_ok=True)
+            shutil.copy(prof.csv_path, dest / exercise / f"{rung}.csv")
+            entry["rungs"].append({"rung": rung, "what": what, "submission": f"{package}/{submission}",
+                                   "size": prof.target.get("size"), "smaller": prof.target.get("smaller"),
+                                   "kernels": [s.kernel[:80] for s in prof.signatures]})
+            entry["size"] = entry["size"] or prof.target.get("size")
+            entry["flops"] = entry["flops"] or prof.target.get("flops")
+            print(f"profiled {exercise}/{rung}: {prof.main.kernel[:50]} {prof.main.time_us:,.1f} us", flush=True)
+        index["exercises"][exercise] = entry
+        (dest / "index.json").write_text(json.dumps(index, indent=1))
+    recorded.PROFILES = args.out / "profiles"
+    recorded.index.cache_clear()
+    print(f"\n## Signatures on {gpu} ({version})\n")
+    for exercise in index["exercises"]:
+        print(f"\n### {exercise}\n")
+        print(recorded.table(exercise, gpu=slug))
+    print("\n## Separations\n")
+    for exercise, rung, attr, op, value in CHECKS:
+        if exercise not in index["exercises"] or rung not in recorded.rungs(exercise, slug):
+            continue
+        got = getattr(recorded.load(exercise, rung, slug), attr)
+        ok = not math.isnan(got) and {">=": got >= value, "<=": got <= value, ">": got > value}[op]
+        failures += not ok
+        print(f"- {exercise} {rung}: {attr} = {got:.2f} (expected {op} {value}) {'OK' if ok else 'NOT MET'}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

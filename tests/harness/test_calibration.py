@@ -1,0 +1,155 @@
+"""`ladder calibrate` without a GPU: the recorded rungs (grader/rungs.toml) against the bars and the
+submissions, the proposal rule and the override file on recorded figures, and the command's refusal."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.chapters import names as chapter_names
+from grader.cuda import archs
+from grader.cuda.gpu import has_gpu
+from grader.harness import feasibility
+from grader.harness.bars import bar_for, load_bars
+from grader.harness.calibration import MARGIN, Figures, Rung, override_toml, propose, rungs
+from grader.notebooks.calibrate import chapters_named, rung_cells, timing_cell
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORD_CH01 = ROOT / "assets/results/calibration/ch01-h100/ch01-calibration.json"
+RECORD_CH02 = ROOT / "assets/results/calibration/ch02-h200/ch02-calibration.json"
+
+
+def recorded(path: Path) -> dict[str, tuple[float, ...]]:
+    """Each rung's speedups in a calibration record, by its label's leading words."""
+    return {r["rung"]: tuple(run["speedup"] for run in r["runs"]) for r in json.loads(path.read_text())["rungs"]}
+
+
+def rung(bar: str, expect: str, label: str = "") -> Rung:
+    return Rung("ch00", label or f"{bar} {expect}", bar, expect, "solution", "", "")
+
+
+# ---------------------------------------------------------------------------------- the rungs table
+
+def test_every_chapter_has_rungs_and_every_rung_names_a_known_bar():
+    table = rungs()
+    assert {r.chapter for r in table} == set(chapter_names())
+    bars = load_bars(None)
+    for r in table:
+        assert r.bar in bars, r
+        assert r.exercise.startswith(f"{r.chapter}."), r   # the exercise is the chapter's own
+
+
+def test_every_bar_with_a_rung_below_has_a_rung_that_must_clear_it():
+    by_bar: dict[str, set] = {}
+    for r in rungs():
+        by_bar.setdefault(r.bar, set()).add(r.expect)
+    assert all("pass" in expects for expects in by_bar.values()), by_bar
+
+
+@pytest.mark.parametrize("r", [r for r in rungs() if r.submission != "solution"], ids=lambda r: r.label)
+def test_each_submission_rung_replaces_cells_of_its_solution_notebook(r):
+    cells = dict(rung_cells(ROOT, r))
+    solution = dict(rung_cells(ROOT, Rung(r.chapter, "", r.bar, "pass", "solution", "", "")))
+    assert cells.keys() == solution.keys()
+    assert cells != solution, f"{r.submission} changes nothing of the solution"
+
+
+def test_the_timing_cell_measures_each_run_under_its_own_name():
+    r = next(r for r in rungs(["ch06"]) if r.bar == "6-causal")
+    source = timing_cell(r, 3)
+    compile(source, "timing cell", "exec")
+    assert source.count("measure_speed(ch06.causal_exercise(attention), ch06.bind(attention, True), '6-causal')") == 3
+    assert "calibration_run_2 =" in source and "calibration_run_3" not in source
+
+
+def test_chapter_numbers_are_read_as_the_command_line_gives_them():
+    assert chapters_named("1,5") == ["ch01", "ch05"]
+    assert chapters_named(None) == chapter_names()
+
+
+# ---------------------------------------------------------------------- the proposal, on recorded figures
+
+def test_the_recorded_h100_figures_of_chapter_1_keep_its_bars_and_propose_between_the_rungs():
+    runs = recorded(RECORD_CH01)
+    fused = Figures(rung("1b", "pass", "fused"), runs["1b fused, one kernel (solution)"])
+    three = Figures(rung("1b", "fail", "three kernels"), runs["1b three kernels (three_kernels_1b)"])
+    p = propose(bar_for("1b", None), [fused, three])
+    assert p.separates                                     # 1.5x: fused 1.98x passes 10/10, three kernels 0.88x fails 10/10
+    assert p.proposed == pytest.approx(round((max(three.speedups) * min(fused.speedups)) ** 0.5, 2))
+    assert max(three.speedups) * (1 + MARGIN) < p.proposed < min(fused.speedups) / (1 + MARGIN)
+    naive = Figures(rung("1a", "pass", "one element per thread"), runs["1a one element per thread (naive_1a)"])
+    alone = propose(bar_for("1a", None), [naive])          # no rung below: the margin under the worst run
+    assert alone.separates and alone.proposed == pytest.approx(round(min(naive.speedups) / (1 + MARGIN), 2))
+
+
+def test_rungs_closer_than_the_margin_give_no_bar_and_a_bar_between_them_is_called_so():
+    runs = recorded(RECORD_CH02)
+    # Two recorded transpose rungs 9% apart (1.42x and 1.55x on the H200): no bar leaves 10% each side.
+    slower = Figures(rung("2", "fail", "unpadded"), runs["2 32x32 tile, 32x8 threads, no padding (unpadded_tile)"])
+    faster = Figures(rung("2", "pass", "one per thread"),
+                     runs["2 padded tile, one element per thread (one_per_thread_tile)"])
+    p = propose(bar_for("2", None), [faster, slower])
+    assert p.proposed is None and "not gradable here" in p.why_none
+    assert not p.separates                                 # 2.0x: the rung that must pass misses it
+    assert faster.as_expected(2.0) == 0 and slower.as_expected(2.0) == len(slower.speedups)
+
+
+# ------------------------------------------------------------------------------------ the override file
+
+def test_the_override_file_sets_this_architectures_bars_and_marks_the_unseparated_not_gradable(tmp_path,
+                                                                                              monkeypatch):
+    runs = recorded(RECORD_CH01)
+    good = propose(bar_for("1b", None), [Figures(rung("1b", "pass", "fused"), runs["1b fused, one kernel (solution)"]),
+                                         Figures(rung("1b", "fail", "three"), runs["1b three kernels (three_kernels_1b)"])])
+    bad = propose(bar_for("1a", None), [Figures(rung("1a", "pass", "naive"), (0.90, 0.91)),
+                                        Figures(rung("1a", "fail", "slower"), (0.88, 0.89))])
+    path = tmp_path / "bars-override.toml"
+    path.write_text(override_toml([good, bad], "sm_90", "NVIDIA H100 80GB HBM3 (sm_90)", 10))
+    monkeypatch.setenv("LADDER_BARS", str(path))
+    here, elsewhere = bar_for("1b", "sm_90"), bar_for("1b", "sm_86")
+    assert here.bar == good.proposed and here.source == str(path)
+    assert "NVIDIA H100 80GB HBM3" in here.calibration and "10 runs" in here.calibration
+    assert "1.983-1.986x" in here.calibration and "0.881-0.882x" in here.calibration
+    assert elsewhere.bar == pytest.approx(1.5)                # other GPUs keep bars.toml's
+    verdict = feasibility.gradability("1a", archs.by_name("sm_90"))
+    assert verdict.status == "not gradable" and "no bar that the solution clears" in verdict.reason()
+    assert feasibility.gradability("1a", archs.by_name("sm_86")).status == "graded"
+    assert feasibility.gradability("1b", archs.by_name("sm_90")).status == "graded"
+
+
+# -------------------------------------------------------------------------------------------- the command
+
+@pytest.mark.skipif(has_gpu(), reason="a CPU-only expectation: with a GPU the command calibrates")
+def test_without_a_gpu_the_command_says_it_needs_one():
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "calibrate", "--chapters", "1"], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert done.returncode == 2, done
+    assert "GPU" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_command_reports_and_writes_chapter_1_from_the_recorded_h100_figures(tmp_path, monkeypatch, capsys):
+    """`ladder calibrate --chapters 1` end to end, the timing replaced by the recorded H100 runs."""
+    from types import SimpleNamespace
+
+    from grader.notebooks import calibrate
+
+    by_label = recorded(RECORD_CH01)
+    runs_of = {"1a one element per thread (naive_1a)": "1a one element per thread (naive_1a)",
+               "1a float4 grid-stride (solution's stretch cell)": "1a float4 grid-stride (solution stretch)",
+               "1b fused, one kernel (solution)": "1b fused, one kernel (solution)",
+               "1b three kernels (three_kernels_1b)": "1b three kernels (three_kernels_1b)"}
+    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
+    monkeypatch.setattr(calibrate, "time_rung", lambda root, r, runs: Figures(r, by_label[runs_of[r.label]][:runs]))
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "bars-h100.toml"
+    assert calibrate.run("1", 10, out) == 0            # every current bar of chapter 1 separates its rungs
+    printed = capsys.readouterr().out
+    assert "1b: bar 1.50x (grader/bars.toml) separates the rungs on this GPU" in printed
+    assert "10/10 fail at 1.50x" in printed and "10/10 pass at 1.50x" in printed
+    monkeypatch.setenv("LADDER_BARS", str(out))
+    assert bar_for("1b", "sm_90").bar == pytest.approx(1.32)
+    record = json.loads(out.with_suffix(".json").read_text())
+    assert [b["key"] for b in record["bars"]] == ["1a", "1a-stretch", "1b"] and record["runs"] == 10
