@@ -36,6 +36,16 @@
 #                            and what tracing costs (timing-integrity/device-accounting/probe_trace.py;
 #                            tests/cuda/traces/ were trimmed from its output)
 #   top-rungs [CHAPTERS]     the top rungs' scripts (calibration/top-rungs/chNN_gpu.py), e.g. "04 06 03 05"
+#   timing PART [ARGS]       trusted timing (timing-integrity/run.sh): `exploits` (its exploit entries on both
+#                            paths, the sanitizer's), `bars CHAPTERS` (timing-integrity/measure.py: every rung's
+#                            ratio by the asker's clock and by the events), `gap` (timing-integrity/
+#                            where_the_gap_is.py: each piece of a timed request outside its events)
+#   class-scaling MODE ...   class grading on 1, 2 and 4 GPUs (class-grading/run.sh; the speed-ups by
+#                            class-grading/scaling.py report)
+#   class-report PART ...    a graded class's report and its screenshot (class-grading/class_report_gpu.sh)
+#   correct-new              the correct submissions of 6b, 7a, 7b and 8b (exploits/correct_6b_7_8b_gpu.sh)
+#   text-facts [PARTS]       the figures chapters 7 and 8 quote (notebooks/text-facts/run.sh, with its
+#                            softmax_traffic.py and host_bound_block.py)
 # Steps that write many files pack them into OUT/STEP.tar.gz as they go, so that a run cut short at its
 # time limit still brings back what it finished.
 set -uo pipefail
@@ -279,6 +289,18 @@ PY
       pack
     done
     ;;
+  timing)
+    part=${1:?timing exploits|bars CHAPTERS|gap}; shift
+    if [ "$part" = gap ]; then
+      python3 "$here/timing-integrity/where_the_gap_is.py" 2>&1 | tee "$out/gap.txt" || rc=1
+    else
+      bash "$here/timing-integrity/run.sh" "$part" "$out" "$@" || rc=1
+    fi
+    ;;
+  class-scaling) bash "$here/class-grading/run.sh" "$1" "$out" "${@:2}" || rc=1 ;;
+  class-report) bash "$here/class-grading/class_report_gpu.sh" "$@" || rc=1 ;;
+  correct-new) bash "$here/exploits/correct_6b_7_8b_gpu.sh" "$out" || rc=1 ;;
+  text-facts) bash "$here/notebooks/text-facts/run.sh" "$out" "$@" || rc=1 ;;
   *) echo "unknown step $step (see the list at the top of $0)"; exit 2 ;;
 esac
 exit $rc

@@ -456,10 +456,10 @@ def measure_host_bound(size: Size = PROFILE_SIZE) -> dict[str, float] | None:
     than running them takes the GPU, timed four ways (HOST_BOUND_WAYS) on this GPU, with the GPU time of
     eager's kernels beside them. A CUDA graph records the kernels of one call and replays them with one
     launch; `torch.compile(mode="reduce-overhead")` fuses the glue and replays through CUDA graphs too.
-    Without a GPU: says so (assets/results/text-facts/run.sh records it on an H100)."""
+    Without a GPU: says so (assets/results/notebooks/text-facts/run.sh records it on an H100)."""
     if not gpu_or_reason()[0]:
         print("No GPU here: this cell times the block four ways on your GPU. "
-              "assets/results/text-facts/run.sh records it on an H100 (host-bound.txt).")
+              "assets/results/notebooks/text-facts/run.sh records it on an H100 (host-bound.txt).")
         return None
     if ungraded_timing_skipped("the host-bound block, four ways"):
         return None

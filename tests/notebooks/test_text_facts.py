@@ -328,7 +328,7 @@ def test_torch_compile_beside_the_block_and_the_stretch_is_the_records():
 
 
 def test_the_hopper_rung_is_quoted_from_its_ten_runs():
-    rows = json.loads((RESULTS / "issue19/h100/ch05-hopper-10runs/ch05_gpu.json").read_text())["rows"]
+    rows = json.loads((RESULTS / "top-rungs/h100/ch05-hopper-10runs/ch05_gpu.json").read_text())["rows"]
     by = {r["rung"]: span(x["speedup"] for x in r["runs"]) for r in rows}
     text = chapter_cell("05", "hopper-spec-md")
     assert within(quoted_range(text, r"reached (\d\.\d\d)–(\d\.\d\d)× `torch.mm` at 8192³"),

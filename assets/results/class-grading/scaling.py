@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "issue15"))
+sys.path.insert(0, str(HERE))   # synthetic_class.py is beside this file
 
 import synthetic_class  # noqa: E402
 

@@ -6,7 +6,7 @@
 #   bash assets/results/timing-integrity/run.sh bars OUT CHAPTERS  measure.py, in-process and isolated
 set -uo pipefail
 step=$1; out=$2; shift 2
-source assets/results/gpu_session.sh env "$OUT"
+source assets/results/gpu_session.sh env "$out"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit --format=csv | tee "$out/nvidia-smi.txt"
 rc=0
 case "$step" in

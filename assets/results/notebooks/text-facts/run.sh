@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every figure chapters 7 and 8 quote that had no record, measured on one GPU (the device tool's `run`,
 # with .whl carried for nbclient and nbval):
-#   bash assets/results/text-facts/run.sh "$OUT" [PARTS]
+#   bash assets/results/notebooks/text-facts/run.sh "$OUT" [PARTS]
 # PARTS (default: all, in this order; about 8 minutes on an H100):
 #   bars       10 runs a rung: bar 7b (5.4x eager, the RMSNorm baseline in Hugging Face's order: the fused
 #              solution must pass, the unfused rung must fail) and bar 8b against the same baseline (the
@@ -25,10 +25,10 @@ out=$1; parts=${2:-bars,traffic,cells,fusion,check}
 want() { [[ ",$parts," == *",$1,"* ]]; }
 dest=$out/text-facts
 mkdir -p "$dest"
-source "$(dirname "$0")/../gpu_env.sh"   # the Jupyter stack from .whl (nbclient, nbval, nbgrader)
+source assets/results/gpu_session.sh env "$dest"   # the Jupyter stack from .whl (nbclient, nbval, nbgrader)
 pack() { tar -czf "$out/text-facts.tar.gz" -C "$out" text-facts; }
 export PYTHONWARNINGS=ignore
-here=assets/results/text-facts
+here=assets/results/notebooks/text-facts
 start=$SECONDS
 stamp() { echo "[$1: $((SECONDS - start)) s]" | tee -a "$dest/times.txt"; }
 

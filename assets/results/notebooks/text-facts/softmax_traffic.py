@@ -3,11 +3,11 @@
 held on chip (each row's float4s kept in dynamic shared memory between the passes: 125 KiB a block, one
 block of 1,024 threads per SM on an H100), and torch.softmax.
 
-    python3 assets/results/text-facts/softmax_traffic.py time
+    python3 assets/results/notebooks/text-facts/softmax_traffic.py time
         checks the on-chip kernel against float64 and times the three (grader.harness.timing.bench)
     ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum \
         --kernel-name regex:'softmax|SoftMax' --launch-skip 2 --launch-count 1 \
-        python3 assets/results/text-facts/softmax_traffic.py {solution|on_chip|torch}
+        python3 assets/results/notebooks/text-facts/softmax_traffic.py {solution|on_chip|torch}
         counts what DRAM moved for one launch. The counted bytes are 8 an element (one read, one write):
         1,048,576,000; what DRAM moved beyond that is the re-read that L2 did not catch."""
 

@@ -1,6 +1,6 @@
 """Chapter 8's eager block at the profile's size (B = 16), twenty calls after a warm-up, for Nsight Systems:
 
-    nsys profile -t cuda,osrt -o OUT/b16 python3 assets/results/text-facts/host_bound_block.py
+    nsys profile -t cuda,osrt -o OUT/b16 python3 assets/results/notebooks/text-facts/host_bound_block.py
     nsys stats --report cuda_api_sum,cuda_gpu_kern_sum OUT/b16.nsys-rep
 
 The timeline shows whether the GPU waits between kernels (host-bound) or not; the two summaries give the
