@@ -162,6 +162,7 @@ def start_watching(again: bool = False) -> None:
     not make the patch the reference."""
     global _WATCH
     if _WATCH is None or again:
+        CLOCKS.capture()
         _WATCH = Watch()
 
 
@@ -173,25 +174,30 @@ def tampered() -> list[str]:
 
 
 class _Clocks:
-    """The clock, synchronize and CUDA events, as they were when the grader was imported (in the worker,
-    and in a notebook whose setup cell imports the grader: before any learner code). Taken whole here,
-    never later, so that they are part of what `Watch` compares."""
+    """The clock, synchronize and CUDA events, as they were when the grader started watching (in the worker,
+    and in a notebook's setup cell: before any learner code). Taken whole then, never later, so that they
+    are part of what `Watch` compares; importing the grader does not import torch for them."""
 
     def __init__(self):
+        self.perf_counter = time.perf_counter
+        self.cuda_sync = self.event = self.record = self.elapsed = None
+
+    def capture(self) -> None:
         import torch
 
-        self.perf_counter = time.perf_counter
-        self.cuda_sync = getattr(torch._C, "_cuda_synchronize", None)
-        self.event, self.record, self.elapsed = torch.cuda.Event, torch.cuda.Event.record, \
-            torch.cuda.Event.elapsed_time
+        if self.event is None:
+            self.cuda_sync = getattr(torch._C, "_cuda_synchronize", None)
+            self.event, self.record, self.elapsed = torch.cuda.Event, torch.cuda.Event.record, \
+                torch.cuda.Event.elapsed_time
+            _CAPTURED["elapsed"] = self.elapsed
 
     def sync(self) -> None:
         if has_gpu() and self.cuda_sync is not None:
             self.cuda_sync()
 
 
+_CAPTURED: dict = {}   # what `capture` took, to compare with at the moment a batch's time is read
 CLOCKS = _Clocks()
-_ELAPSED = CLOCKS.elapsed
 
 
 class _Call:
@@ -452,6 +458,7 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
     raised, GPUBroken when the GPU reported an error afterwards."""
     import torch
 
+    CLOCKS.capture()   # (a no-op once watching began: taken then)
     call = _Call(policy, [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)])
     dtypes = [(i, a.dtype) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     threads = _threads()
@@ -498,6 +505,7 @@ def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = 
     grader.isolation.trusted)."""
     import torch
 
+    CLOCKS.capture()
     gpu = on_device and has_gpu()
     inputs = [a for args in argsets for a in args if isinstance(a, torch.Tensor)]
     call = _Call(CallPolicy(), inputs)
@@ -549,7 +557,7 @@ def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = 
     # The reader must be the one the grader captured at the moment it is read: a one-shot wrapper that puts
     # the original back when it is called leaves nothing for the watch to see afterwards.
     interfered = tracer.interfered
-    if gpu and CLOCKS.elapsed is not _ELAPSED:
+    if gpu and CLOCKS.elapsed is not _CAPTURED.get("elapsed"):
         interfered = "the grader's event reader (grader.isolation.facts.CLOCKS.elapsed), as the batch's time was read"
     event_ms = CLOCKS.elapsed(start, end) if gpu else host_ms
     base = _facts(call, threads, tracer.recorder, interfered, on_device=gpu)
