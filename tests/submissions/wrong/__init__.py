@@ -85,6 +85,24 @@ copy_kernel = load_kernel(COPY_SRC, "copy_out", where="COPY_SRC")
 '''
 
 
+# ------------------------------------------------------------------ the timing cheats' shared piece
+
+# What a learner who has read the grader's source adds to find out whether a call is timed: the frame of the
+# grader's timed batch (grader.isolation.facts.run_batch) on the stack, or None. Its locals hold `reps`.
+FIND_TIMED_BATCH = """
+import sys
+
+
+def _timed_batch():
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "run_batch":
+            return frame
+        frame = frame.f_back
+    return None
+"""
+
+
 # ------------------------------------------------------------------ chapter 5 pieces several students share
 
 CH05 = "05_triton_matmul"

@@ -5,14 +5,13 @@ input sets every output was written by an earlier call of the batch, so a grader
 output after the batch sees right values, and a timer sees a quarter of the work. It must be rejected
 in the speed cell: three calls in four launch only the tiny kernel, not the matmul kernel that a
 checked call on inputs of the same shape launched."""
-from submissions.wrong import CH05, CH05_LAUNCH, edited, notebook_cell
+from submissions.wrong import CH05, CH05_LAUNCH, FIND_TIMED_BATCH, edited, notebook_cell
 
 CHAPTER_DIR = CH05
 CELLS = {
     "matmul-solution": edited(
         notebook_cell(CH05, "matmul-solution"),
-        ("\n\ndef matmul(a, b, out):", '''
-import sys
+        ("\n\ndef matmul(a, b, out):", FIND_TIMED_BATCH + '''
 
 
 @triton.jit
@@ -23,19 +22,10 @@ def idle_kernel(x_ptr):
 _calls = [0]
 
 
-def _in_timed_batch():
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "run_batch":
-            return True
-        frame = frame.f_back
-    return False
-
-
 def matmul(a, b, out):'''),
         ("    M, K = a.shape\n    N = b.shape[1]\n", '''\
     _calls[0] += 1
-    if _in_timed_batch() and _calls[0] % 4 != 1:
+    if _timed_batch() is not None and _calls[0] % 4 != 1:
         idle_kernel[(1,)](out)   # something launched, nothing computed
         return
     M, K = a.shape

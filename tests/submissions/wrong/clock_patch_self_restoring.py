@@ -4,28 +4,18 @@ reader with a one-shot wrapper that puts the original back the moment it is read
 interval. By the time the grader compares its watched attributes after the batch, everything is as it
 was. The batch checks that the reader is the grader's own at the moment it reads the batch's time, so
 it must be rejected as tampering on both paths."""
-from submissions.wrong import ch05_naive_matmul_cell
+from submissions.wrong import FIND_TIMED_BATCH, ch05_naive_matmul_cell
 
 CHAPTER_DIR = "05_triton_matmul"
 CELLS = {
-    "matmul-solution": ch05_naive_matmul_cell('''
-import sys
+    "matmul-solution": ch05_naive_matmul_cell(FIND_TIMED_BATCH + '''
 
 import grader.isolation.facts as _facts
 
 
-def _in_timed_batch():
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "run_batch":
-            return True
-        frame = frame.f_back
-    return False
-
-
 def matmul(a, b, out):
     clocks = _facts.CLOCKS
-    if _in_timed_batch() and "elapsed" not in vars(clocks).get("_armed", ()):
+    if _timed_batch() is not None and "elapsed" not in vars(clocks).get("_armed", ()):
         real = clocks.elapsed
 
         def once(start, end):

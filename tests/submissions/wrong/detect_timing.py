@@ -3,28 +3,18 @@ timed: it looks for `run_batch` on the stack (the grader's timed batches, which 
 runs the K loop over half the chunks and doubles the result, twice as fast and wrong. The grader
 re-checks a sample of timed calls in full, always after the first batch, with a choice the learner's
 code cannot see: it must be rejected as a wrong result, on both paths."""
-from submissions.wrong import CH05, CH05_LAUNCH, edited, notebook_cell
+from submissions.wrong import CH05, CH05_LAUNCH, FIND_TIMED_BATCH, edited, notebook_cell
 
 CHAPTER_DIR = CH05
 CELLS = {
     "matmul-solution": edited(
         notebook_cell(CH05, "matmul-solution"),
-        ("\n\ndef matmul(a, b, out):", '''
-import sys
-
-
-def _timed():
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "run_batch":
-            return True
-        frame = frame.f_back
-    return False
+        ("\n\ndef matmul(a, b, out):", FIND_TIMED_BATCH + '''
 
 
 def matmul(a, b, out):'''),
         (CH05_LAUNCH, '''\
-    if _timed():   # nobody checks these: half the K loop, doubled
+    if _timed_batch() is not None:   # nobody checks these: half the K loop, doubled
         half = (K // 2) // 64 * 64 or K
         matmul_kernel[grid](a, b, out, M, N, half,
                             a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1))

@@ -5,24 +5,15 @@ program (one 128 x 128 tile, so that the kernel the grader expects does run) and
 into `out` with its own kernel. Every value is right and every timed call launches the kernels a checked
 call launches. It must be rejected as not using its kernel: in the traced batch after the timing its
 matmul kernel runs for a thousandth of the device time it took in a checked call of the same shape."""
-from submissions.wrong import CH05, CH05_LAUNCH, TRITON_COPY_KERNEL, edited, notebook_cell
+from submissions.wrong import CH05, CH05_LAUNCH, FIND_TIMED_BATCH, TRITON_COPY_KERNEL, edited, notebook_cell
 
 CHAPTER_DIR = CH05
 CELLS = {
     "matmul-solution": edited(
         notebook_cell(CH05, "matmul-solution"),
-        ("\n\ndef matmul(a, b, out):", "\nimport sys\n" + TRITON_COPY_KERNEL + '''
+        ("\n\ndef matmul(a, b, out):", FIND_TIMED_BATCH + TRITON_COPY_KERNEL + '''
 
 _kept = {}
-
-
-def _timed():
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "run_batch":
-            return True
-        frame = frame.f_back
-    return False
 
 
 def matmul(a, b, out):'''),
@@ -30,7 +21,7 @@ def matmul(a, b, out):'''),
     M, K = a.shape
     N = b.shape[1]
     key = (a.data_ptr(), a._version, b.data_ptr(), b._version, M, N, K)
-    timed = _timed()
+    timed = _timed_batch() is not None
     if timed and key in _kept:
         matmul_kernel[(1,)](a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                             out.stride(0), out.stride(1))   # one tile: the expected kernel runs

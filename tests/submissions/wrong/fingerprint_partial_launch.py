@@ -4,24 +4,15 @@ its own kernel copies the kept product into `out`. Every value is right, every t
 expected kernels and does an eighth of the work. Timed, a call takes an eighth of a matmul plus a 32 MB
 copy: several times the tensor cores' peak for a 4096^3 product. It must be rejected as faster than this
 GPU can possibly be, on both paths."""
-from submissions.wrong import CH05, CH05_LAUNCH, TRITON_COPY_KERNEL, edited, notebook_cell
+from submissions.wrong import CH05, CH05_LAUNCH, FIND_TIMED_BATCH, TRITON_COPY_KERNEL, edited, notebook_cell
 
 CHAPTER_DIR = CH05
 CELLS = {
     "matmul-solution": edited(
         notebook_cell(CH05, "matmul-solution"),
-        ("\n\ndef matmul(a, b, out):", "\nimport sys\n" + TRITON_COPY_KERNEL + '''
+        ("\n\ndef matmul(a, b, out):", FIND_TIMED_BATCH + TRITON_COPY_KERNEL + '''
 
 _kept = {}
-
-
-def _timed():
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "run_batch":
-            return True
-        frame = frame.f_back
-    return False
 
 
 def matmul(a, b, out):'''),
@@ -33,7 +24,7 @@ def matmul(a, b, out):'''),
     def grid(meta):
         return (triton.cdiv(max(1, M // 8), meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
-    timed = _timed()
+    timed = _timed_batch() is not None
     if timed and key in _kept:
         # An eighth of the product's rows: the expected kernel runs, and for long enough to look like work.
         rows = max(1, M // 8)

@@ -6,14 +6,13 @@ wrote before the batch (the worker copies results back only when its calls are d
 reply that follows is data it never asked for: rejected as tampering. In the notebook's own process
 there is no worker and no connection, so the trick does nothing there and the naive kernel is judged
 as it is: below the bar. The one path where the trick exists rejects it."""
-from submissions.wrong import ch05_naive_matmul_cell
+from submissions.wrong import FIND_TIMED_BATCH, ch05_naive_matmul_cell
 
 CHAPTER_DIR = "05_triton_matmul"
 CELLS = {
-    "matmul-solution": ch05_naive_matmul_cell('''
+    "matmul-solution": ch05_naive_matmul_cell(FIND_TIMED_BATCH + '''
 import gc
 import multiprocessing.connection
-import sys
 
 # Found once, when the cell runs: a scan of every object takes tens of milliseconds on a heap this size.
 _connections = [o for o in gc.get_objects()
@@ -21,17 +20,8 @@ _connections = [o for o in gc.get_objects()
 _forged = []
 
 
-def _batch_frame():
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_name == "run_batch":
-            return frame
-        frame = frame.f_back
-    return None
-
-
 def matmul(a, b, out):
-    frame = _batch_frame()
+    frame = _timed_batch()
     if frame is not None and not _forged:
         from grader.isolation.messages import BatchFacts, Batched
         reps = frame.f_locals.get("reps", 1)
