@@ -541,16 +541,17 @@ class _TimedSets:
             torch.cuda.synchronize()
 
     def after_batch(self, reps: int) -> None:
-        # Every set this batch wrote must hold no poison when the batch's reply arrives: the correctness trial
-        # at this size wrote every element, so poison left means the reply came before the calls' results.
+        # Every set this batch wrote must hold no poison when the batch returns, after every batch, not only the
+        # sampled ones: timed calls that leave part of `out` unwritten, or a reply that came before the calls'
+        # results (written into the worker's connection by the learner's code), both leave it.
         for i in range(min(reps, len(self.sets))):
             out = self.sets[i][2].out
             left = torch.isnan(out) if out.is_floating_point() else out == torch.iinfo(out.dtype).min
             if bool(left.any()):
-                raise CheckFailed(f"{self.what}: when the reply to a timed batch of {reps} calls came, {int(left.sum()):,} "
-                                  "elements of `out` still held what the grader wrote before the batch: the reply came "
-                                  "before the calls' results. Something in your code answered for the grader.",
-                                  reason="tampered")
+                raise CheckFailed(f"{self.what}: a wrong result: when a timed batch of {reps} calls returned, "
+                                  f"{int(left.sum()):,} elements of `out` still held what the grader wrote before it. "
+                                  "Every call must write its whole output before your function returns.",
+                                  reason="wrong-result")
         if self.checked == 0 or self.rng.random() < 0.3:
             i = self.rng.randrange(min(reps, len(self.sets)))  # a set this batch wrote
             inputs, pristine, g = self.sets[i]

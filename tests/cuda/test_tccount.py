@@ -108,11 +108,18 @@ def test_opcodes_that_cannot_be_counted_count_nothing():
                           {"wmma_gemm"}, LISTINGS, "4")
 
 
-def test_a_machine_that_cannot_count_falls_back_to_the_instructions_with_a_note(capsys):
-    ch04._judge_count(_counted(uncounted={"wmma_gemm": "CUDADriverError: CUDA_ERROR_UNSUPPORTED_PTX_VERSION"}),
-                      {"wmma_gemm"}, LISTINGS, "4")
+def test_a_machine_that_cannot_count_scores_by_the_unchecked_policy(capsys, monkeypatch):
+    """No cell passes on a count that did not run: `unchecked`, 0 points by default; with LADDER_UNCHECKED=full
+    the points, and a note that says what was not checked."""
+    uncounted = _counted(uncounted={"wmma_gemm": "CUDADriverError: CUDA_ERROR_UNSUPPORTED_PTX_VERSION"})
+    monkeypatch.delenv("LADDER_UNCHECKED", raising=False)
+    with pytest.raises(CheckFailed) as exc:
+        ch04._judge_count(uncounted, {"wmma_gemm"}, LISTINGS, "4")
+    assert exc.value.reason == "unchecked" and "UNSUPPORTED_PTX_VERSION" in str(exc.value)
+    monkeypatch.setenv("LADDER_UNCHECKED", "full")
+    ch04._judge_count(uncounted, {"wmma_gemm"}, LISTINGS, "4")
     out = capsys.readouterr()
-    assert "could not count" in out.out and "UNSUPPORTED_PTX_VERSION" in out.out and not out.err
+    assert "could not run" in out.out and "UNSUPPORTED_PTX_VERSION" in out.out and not out.err
 
 
 def test_a_kernel_run_that_was_not_inspected_fails():
@@ -315,8 +322,14 @@ def test_no_slowed_causal_false_launch_lets_a_full_causal_launch_pass():
             _judge(FULL, noncausal * FULL)
 
 
+def test_a_count_that_could_not_run_scores_by_the_unchecked_policy(monkeypatch):
+    monkeypatch.delenv("LADDER_UNCHECKED", raising=False)
+    with pytest.raises(CheckFailed) as exc:
+        _judge(0, 0, uncounted={"flash": "RuntimeError: no ptxas"})
+    assert exc.value.reason == "unchecked" and "no ptxas" in str(exc.value)
+
+
 @pytest.mark.parametrize("kw, why", [
-    ({"uncounted": {"flash": "RuntimeError: no ptxas"}}, "could not count"),
     ({"unweighed": {"flash": ["tcgen05.mma"]}}, "cannot be counted (tcgen05.mma)"),
     ({}, "only 25% of the multiply-adds a causal launch needs"),
 ])

@@ -1,11 +1,11 @@
 """5a written as the naive kernel, plus a launcher that has read the isolation design: inside a timed
 batch it finds the worker's connection to the verifier through `gc` and writes a reply of its own
 (a `Batched` with the event time it would like) before its calls have run, so that the verifier's
-clock stops early. The verifier reads the reply, finds the batch's outputs still holding the poison it
-wrote before the batch (the worker copies results back only when its calls are done), and the genuine
-reply that follows is data it never asked for: rejected as tampering. In the notebook's own process
-there is no worker and no connection, so the trick does nothing there and the naive kernel is judged
-as it is: below the bar. The one path where the trick exists rejects it."""
+clock stops early. The verifier reads the reply and finds the batch's outputs still holding the poison it
+wrote before the batch (the worker copies results back only when its calls are done): a wrong result
+(and the genuine reply that follows would be data it never asked for: `tampered`). In the notebook's own
+process there is no worker and no connection, so the trick does nothing there and the naive kernel is
+judged as it is: below the bar. The one path where the trick exists rejects it."""
 from submissions.wrong import FIND_TIMED_BATCH, ch05_naive_matmul_cell
 
 CHAPTER_DIR = "05_triton_matmul"
@@ -37,7 +37,7 @@ def matmul(a, b, out):
     naive_matmul(a, b, out)
 '''),
 }
-EXPECT = {"cell": "matmul-speed", "reason": "tampered", "device": "gpu",
+EXPECT = {"cell": "matmul-speed", "reason": "wrong-result", "device": "gpu",
           # The connection exists only in isolated grading; in the notebook's process the trick finds
           # nothing to write to, and the naive kernel gets its own verdict.
           "in-kernel": "below-bar"}
