@@ -13,8 +13,8 @@ from conftest import ROOT
 RESULTS = ROOT / "assets" / "results"
 # What a reader without the project's tracker could not follow: "issue 13", "issue19/", "this session".
 PROCESS_HISTORY = re.compile(r"issue ?[0-9]+|(earlier|this|previous) session|earlier stop", re.IGNORECASE)
-# refile.py names the old paths in order to rewrite them; this file holds the pattern itself.
-KNOWS_THE_OLD_NAMES = {"assets/results/refile.py", "tests/test_records.py"}
+# This file holds the pattern itself.
+KNOWS_THE_OLD_NAMES = {"tests/test_records.py"}
 SUBJECTS = ("calibration", "class-grading", "exploits", "timing-integrity", "profiles", "notebooks", "consumer-gpus")
 
 
@@ -46,9 +46,6 @@ def test_the_pattern_finds_what_it_is_for():
 
 
 def test_every_record_is_filed_by_subject_and_every_reference_follows():
-    done = subprocess.run([sys.executable, str(RESULTS / "refile.py"), "--check"], cwd=ROOT, capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stdout + done.stderr
     folders = sorted(p.name for p in RESULTS.iterdir() if p.is_dir())
     assert folders == sorted(SUBJECTS), folders
     for folder in [RESULTS, *(RESULTS / s for s in SUBJECTS)]:
@@ -61,7 +58,7 @@ def test_every_script_in_the_records_is_run_by_something():
     runners = [RESULTS / "gpu_session.sh", *(ROOT / "tests").rglob("*.py")]
     # Recorded output that happens to be Python (the code Inductor generated for chapter 8's block) is no script.
     scripts = [p for p in RESULTS.rglob("*") if p.suffix in (".py", ".sh")
-               and p.name not in ("gpu_session.sh", "refile.py", "inductor_code.py")]
+               and p.name not in ("gpu_session.sh", "inductor_code.py")]
     running = "\n".join(r.read_text() for r in runners)
     # Named by its file name, or as chNN_... where one step runs each chapter's script.
     run = {p for p in scripts if p.name in running or re.sub(r"ch\d\d", "chNN", p.name) in running}
