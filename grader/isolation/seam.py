@@ -29,7 +29,6 @@ import gc
 import time
 
 from .. import config
-from ..cuda.gpu import has_gpu
 from ..errors import CheckFailed, KernelLaunchError
 from ..learner.errors import translate
 from . import facts as gather
