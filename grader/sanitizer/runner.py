@@ -137,6 +137,10 @@ def run(notebook: Path, report_path: Path | None = None, cells_only: bool = Fals
     """Execute the notebook's learner cells, then each exercise of its chapter's plan (the runner)."""
     _allocators_off()
     os.environ["LADDER_QUIET_START"] = "1"   # start() neither prints nor measures ceilings here
+    # Under a sanitizer no profiler attaches, so the device trace records nothing. A sanitizer run makes no
+    # verdict (it reports what its tool found in the kernels the checks ran): a check the trace could not make
+    # must not stop the kernels before the tool has seen them.
+    os.environ["LADDER_UNCHECKED"] = "full"
     report = Report(report_path, str(notebook))
     nb = json.loads(Path(notebook).read_text())
     chapter = nbcells.chapter_of(nb, notebook)
