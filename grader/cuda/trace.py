@@ -22,6 +22,7 @@ records nothing and says why in one line; the other checks still apply.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class DeviceOp:
     total_us: float = 0.0
     grid: tuple | None = None          # of its first run
     block: tuple | None = None
+    blocks: int = 0                    # thread blocks (Triton's programs) over all its runs, where grids are recorded
     streams: tuple = ()
 
 
@@ -131,6 +133,9 @@ def read_chrome_trace(document: dict) -> DeviceTrace:
             op = ops[(kind, name)] = DeviceOp(kind, name, grid=_dims(args.get("grid")), block=_dims(args.get("block")))
         op.count += 1
         op.total_us += dur
+        grid = _dims(args.get("grid"))
+        if grid:
+            op.blocks += math.prod(grid)
         stream = args.get("stream")
         if stream is not None and stream not in op.streams:
             op.streams = op.streams + (stream,)

@@ -207,10 +207,15 @@ def check_correctness(ex: Exercise, fn, sizes=None, trials: int = 2, device: str
 def one_trial(ex: Exercise, fn: LearnerFunction, size, dev: str, what: str, pick: int | None = None):
     """One verified launch on fresh inputs, then, once per learner function, the no-op probe. `pick`:
     see `launch`; None (the speed cells' own trials) lets an autotuner time its configurations."""
-    gen, _ = correctness.fresh_generator(dev)
-    inputs = ex.make_inputs(size, gen, dev)
-    guard = correctness.guarded(ex.make_output(size, dev))
-    launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), guard.out, what, guard, pick=pick)
+    for _ in range(2):
+        gen, _ = correctness.fresh_generator(dev)
+        inputs = ex.make_inputs(size, gen, dev)
+        guard = correctness.guarded(ex.make_output(size, dev))
+        launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), guard.out, what, guard, pick=pick)
+        # A call whose autotuner timed every configuration says nothing of one call's device time, which timed
+        # calls are held to (grader.isolation.rules.enforce_work): one more verified call, tuned, says it.
+        if not fn.last_facts.tuned:
+            break
     if not fn.probed:
         require_kernel_does_work(ex, fn, size, dev, what, pick=pick)
         fn.probed = True
@@ -412,13 +417,15 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
 
 
 def _clock_disagreement(batch) -> list[str]:
-    """A flag for the instructor where the events and the asking process's own clock disagree by more than the
-    request's measured overhead (grader.isolation.trusted): recorded, not yet a verdict (see Batch.timed_batch)."""
-    off = [r for r in batch.requests if r.reps > 1 and not r.agrees()]
-    if not off or not gpu_or_reason()[0]:
+    """A flag for the instructor where the events and the asking process's own clock disagreed, beyond the
+    request's measured overhead, in more than a third of the timed batches (grader.isolation.trusted): a round in
+    which all of them disagree fails (Batch.note_round); one batch now and then is a process woken late."""
+    timed = [r for r in batch.requests if r.reps > 1]
+    off = [r for r in timed if not r.agrees()]
+    if 3 * len(off) <= len(timed) or not gpu_or_reason()[0]:
         return []
     worst = max(off, key=lambda r: abs(r.event_ms - r.trusted_ms) / r.trusted_ms)
-    return [f"timing cross-check: {len(off)} of {len(batch.requests)} timed batches disagreed with the grader's own "
+    return [f"timing cross-check: {len(off)} of {len(timed)} timed batches disagreed with the grader's own "
             f"clock beyond the request's overhead (worst: events {worst.event_ms:.3f} ms, clock {worst.trusted_ms:.3f} "
             f"ms for {worst.reps} calls); flagged for the instructor"]
 

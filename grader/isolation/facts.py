@@ -212,6 +212,7 @@ class _Call:
         self.configs: list[str] = []       # the configuration each autotuned launch ran (config_pick)
         self.own: dict[str, int] = {}      # the learner's kernel launches that ran, by name
         self.package: list[str] = []       # Triton kernels launched from installed packages
+        self.tuned = False                 # an autotuner timed its configurations (its cache missed)
         self.tally = tccount.Tally() if policy.count_tensor_cores and has_gpu() else None
         self.input_storages = set()
         for t in inputs:
@@ -249,7 +250,13 @@ class _Call:
                 if sharing.shared():
                     autotune.compile_every_config(launch)
                 sharing.require_own_gpu(f"autotuning `{launch.name}`")
+                # A call in which the autotuner timed every configuration kept the device busy for all of them: its
+                # device time is not one call's, which the work rule of timed calls compares with (rules.enforce_work).
+                cache = getattr(launch.kernel, "cache", None)
+                known = len(cache) if isinstance(cache, dict) else None
                 result = launch.proceed()
+                if known is not None and len(cache) > known:
+                    self.tuned = True
             else:
                 result = launch.proceed()
             if launch.is_kernel and not foreign:
@@ -411,7 +418,7 @@ def _facts(call: _Call, threads: set, recorder: "trace.Recorder | None" = None,
                  tensor_cores=call.tally,
                  recorded=[RecordedKernel(k.name, k.source, tuple(k.options), k.where) for k in call.recorded],
                  own_launches=dict(call.own), package_launches=list(call.package), device=device,
-                 configs=list(call.configs))
+                 configs=list(call.configs), tuned=call.tuned)
 
 
 class _Traced:

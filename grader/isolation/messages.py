@@ -60,6 +60,7 @@ class Facts:
     tensor_cores: Tally | None = None                      # with CallPolicy.count_tensor_cores
     recorded: list[RecordedKernel] = field(default_factory=list)   # with CallPolicy.record
     configs: list[str] = field(default_factory=list)       # with CallPolicy.config_pick: what each autotuned launch ran
+    tuned: bool = False                                    # an autotuner timed its configurations in this call
     # Device-side accounting (grader.cuda.trace, grader.isolation.foreign): the learner's own kernel
     # launches that ran, by name; Triton kernels launched from installed packages (not the learner's
     # cells or files); and what the device executed, or why it was not traced.

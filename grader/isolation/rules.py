@@ -186,23 +186,31 @@ def enforce_traced_timing(untraced_ms: float, busy_ms: float, what: str, timed_m
                           reason="library-compute")
 
 
-# How much less device time a timed call's own kernels may take than the same kernels in a checked call on
-# inputs of the same shape. A checked call may run another autotuning configuration (up to 2-3 times slower
-# than the best) on a GPU still ramping its clock up from idle (345 to 1980 MHz on an H100: 5.7 times); a
-# kernel launched on one tile of a 4096^3 product does a thousandth of the work.
+# How much less device time each of a timed call's own kernels may take than the same kernel in a checked call
+# on inputs of the same shape. A checked call may run on a GPU still ramping its clock up from idle (345 to 1980
+# MHz on an H100: 5.7 times slower); a kernel whose programs return at once, or run on one tile of a 4096^3
+# product, does a thousandth of the work. Thread blocks need no allowance: a kernel launched on the same
+# shape runs the same grid, so a timed call must run at least as many blocks of each kernel as a checked one.
 WORK_FRACTION = 1 / 16
 
 
-def enforce_work(batch_us: float | None, checked_us: float | None, reps: int, what: str) -> None:
-    """The learner's kernels in a traced batch of `reps` calls must take, per call, at least WORK_FRACTION of
-    the device time they took in a checked call of the same shape (grader.isolation.seam.Batch)."""
-    if batch_us is None or not checked_us or reps <= 0:
+def enforce_work(batch: dict[str, tuple[float, int]] | None, checked: dict[str, tuple[float, int]] | None,
+                 reps: int, what: str) -> None:
+    """Each kernel a checked call of the same shape launched must, in a traced batch of `reps` calls, run per
+    call at least the thread blocks it ran there and at least WORK_FRACTION of its device time
+    (grader.isolation.seam.Batch; `batch` and `checked` map a kernel's name to (microseconds, blocks))."""
+    if batch is None or not checked or reps <= 0:
         return
-    per_call = batch_us / reps
-    if per_call < WORK_FRACTION * checked_us:
-        raise kernel_unused(what, f"your kernels ran for {per_call:.1f} µs per timed call, against {checked_us:.1f} µs "
-                                  "in a checked call on inputs of the same shape: the timed calls launched them on a "
-                                  "fraction of the work.")
+    for name, (checked_us, checked_blocks) in sorted(checked.items()):
+        us, blocks = batch.get(name, (0.0, 0))
+        if checked_blocks and blocks < checked_blocks * reps:
+            raise kernel_unused(what, f"your kernel `{name}` ran {blocks / reps:,.0f} thread blocks per timed call, "
+                                      f"against {checked_blocks:,} in a checked call on inputs of the same shape: the "
+                                      "timed calls launched it on a part of the work.")
+        if checked_us and us / reps < WORK_FRACTION * checked_us:
+            raise kernel_unused(what, f"your kernel `{name}` ran for {us / reps:.1f} µs per timed call, against "
+                                      f"{checked_us:.1f} µs in a checked call on inputs of the same shape: the timed "
+                                      "calls launched it on a fraction of the work.")
 
 
 def enforce_batch(facts: BatchFacts, what: str, reps: int, required: frozenset, host_ms: float,

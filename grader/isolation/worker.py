@@ -103,9 +103,19 @@ class Worker:
         return Bound(bid)
 
     def batch(self, msg: Batch) -> Batched:
+        from torch.autograd.graph import increment_version
+
         fn, argsets, kwargs, pairs = self.bound[msg.bid]
         for theirs, mine in pairs:  # the verifier's current inputs, poisoned outputs and guard bands
             mine.copy_(theirs)
+        # The copies wrote into the memory under every tensor the learner's function sees, in place, as the
+        # verifier's own refills and poison do in a notebook's process. Those tensors were made over the copies'
+        # storage (`_native`), so they do not share its version counter: bumped here, a key built on `_version`
+        # sees the write on both paths alike.
+        for args in argsets:
+            for a in args:
+                if isinstance(a, self.torch.Tensor):
+                    increment_version(a)
         facts = gather.run_batch(fn, argsets, kwargs, msg.reps, traced=msg.traced, on_device=msg.on_device)
         for theirs, mine in pairs:  # results, guard bands and inputs back, for the verifier to check
             theirs.copy_(mine)

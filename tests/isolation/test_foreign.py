@@ -158,11 +158,33 @@ def test_torchs_own_compile_pool_timer_is_not_a_learners_stray_thread():
 
 
 def test_timed_calls_must_do_the_work_a_checked_call_did():
-    # Autotuning configurations and a clock still ramping up make a checked call slower by a few times at most.
-    rules.enforce_work(batch_us=30 * 80.0, checked_us=400.0, reps=30, what="`matmul` (timed runs)")
-    # One 128 x 128 tile of a 4096^3 product behind a cache: a thousandth of the work.
+    checked = {"matmul_kernel": (270.0, 1024)}   # a checked 4096^3 call: 270 µs on 1,024 programs of 128 x 128
+    # A clock still ramping up makes a checked call slower by a few times at most; the grid is the same.
+    rules.enforce_work({"matmul_kernel": (30 * 80.0, 30 * 1024)}, checked, reps=30, what="`matmul` (timed runs)")
+    # A kept product copied in by a kernel of the learner's own, behind one tile of the expected kernel: its
+    # device time passes (the copy is theirs too), its one program does not.
     with pytest.raises(CheckFailed) as exc:
-        rules.enforce_work(batch_us=30 * 0.3, checked_us=270.0, reps=30, what="`matmul` (timed runs)")
+        rules.enforce_work({"matmul_kernel": (30 * 40.0, 30), "copy_kernel": (30 * 22.0, 30 * 16384)}, checked,
+                           reps=30, what="`matmul` (timed runs)")
+    assert exc.value.reason == "kernel-unused" and "`matmul_kernel` ran 1 thread blocks per timed call" in str(exc.value)
+    # An eighth of the rows: fewer blocks too.
+    with pytest.raises(CheckFailed, match="ran 128 thread blocks"):
+        rules.enforce_work({"matmul_kernel": (30 * 34.0, 30 * 128)}, checked, reps=30, what="`matmul`")
+    # Every program launched, each returning at once: the grid passes, a thousandth of the time does not.
+    with pytest.raises(CheckFailed) as exc:
+        rules.enforce_work({"matmul_kernel": (30 * 0.3, 30 * 1024)}, checked, reps=30, what="`matmul` (timed runs)")
     assert exc.value.reason == "kernel-unused" and "0.3 µs per timed call" in str(exc.value)
-    rules.enforce_work(batch_us=None, checked_us=270.0, reps=30, what="`f`")   # not traced: nothing to compare
-    rules.enforce_work(batch_us=9.0, checked_us=None, reps=30, what="`f`")
+    # A required kernel missing from the traced batch ran no blocks at all.
+    with pytest.raises(CheckFailed, match="ran 0 thread blocks"):
+        rules.enforce_work({"copy_kernel": (30 * 22.0, 30 * 16384)}, checked, reps=30, what="`matmul`")
+    rules.enforce_work(None, checked, reps=30, what="`f`")   # not traced: nothing to compare
+    rules.enforce_work({"matmul_kernel": (9.0, 1)}, None, reps=30, what="`f`")
+
+
+def test_a_trace_counts_every_run_s_thread_blocks():
+    from grader.cuda import trace
+
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "ts": 10.0 * i, "dur": 5.0,
+               "args": {"grid": [8, 4, 1], "block": [128, 1, 1]}} for i in range(3)]
+    (op,) = trace.read_chrome_trace({"traceEvents": events}).kernels()
+    assert (op.count, op.blocks, op.grid) == (3, 3 * 32, (8, 4, 1))
