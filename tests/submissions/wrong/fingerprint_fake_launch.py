@@ -3,8 +3,10 @@ the stack), keyed by its inputs' data pointers and version counters (any in-plac
 version, so a kept product is never stale). On a hit it launches the solution's matmul kernel on a single
 program (one 128 x 128 tile, so that the kernel the grader expects does run) and copies the kept product
 into `out` with its own kernel. Every value is right and every timed call launches the kernels a checked
-call launches. It must be rejected as not using its kernel: in the traced batch after the timing its
-matmul kernel runs for a thousandth of the device time it took in a checked call of the same shape."""
+call launches, and its own kernels (the tile and the copy) keep the device busy for more than a sliver of a
+checked call's time. It must be rejected as not using its kernel, on both paths: in the traced batch after
+the timing its matmul kernel runs on a couple of thread blocks per call, where a checked call of the same
+shape ran hundreds (grader.isolation.rules.enforce_work)."""
 from submissions.wrong import CH05, CH05_LAUNCH, FIND_TIMED_BATCH, TRITON_COPY_KERNEL, edited, notebook_cell
 
 CHAPTER_DIR = CH05

@@ -1,9 +1,10 @@
 """`fingerprint_fake_launch` made harder to see: on a cache hit the solution's matmul kernel runs on an
 eighth of the product's rows (long enough that its device time is not a sliver of a checked call's), and
 its own kernel copies the kept product into `out`. Every value is right, every timed call launches the
-expected kernels and does an eighth of the work. Timed, a call takes an eighth of a matmul plus a 32 MB
-copy: several times the tensor cores' peak for a 4096^3 product. It must be rejected as faster than this
-GPU can possibly be, on both paths."""
+expected kernels and does an eighth of the work, timed at one and a half to two and a half times the tensor
+cores' peak on an H100: too close to the physical limit's allowance (2x the measured torch.mm ceiling) to
+be rejected by it every time. It must be rejected on both paths as not using its kernel: the matmul kernel
+runs an eighth of the thread blocks a checked call of the same shape ran (grader.isolation.rules.enforce_work)."""
 from submissions.wrong import edited
 from submissions.wrong.fingerprint_fake_launch import CELLS as _ONE_TILE
 
@@ -20,4 +21,4 @@ CELLS = {
                               b.stride(1), out.stride(0), out.stride(1))
 ''')),
 }
-EXPECT = {"cell": "matmul-speed", "reason": "too-fast", "device": "gpu"}
+EXPECT = {"cell": "matmul-speed", "reason": "kernel-unused", "device": "gpu"}
