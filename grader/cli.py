@@ -332,7 +332,7 @@ def leaderboard_names() -> tuple[str, ...]:
 def cmd_calibrate(args) -> int:
     from .notebooks.calibrate import run
 
-    return run(args.chapters, args.runs, Path(args.out))
+    return run(args.chapters, args.runs, Path(args.out), args.bars)
 
 
 def archs_names() -> tuple[str, ...]:
@@ -483,6 +483,8 @@ def build_parser() -> argparse.ArgumentParser:
                                            "pass bar separates them, and write proposed bars as an override file "
                                            "(docs/instructors.md)")
     cal.add_argument("--chapters", metavar="1,5", help="chapter numbers, separated by commas (default: all)")
+    cal.add_argument("--bars", metavar="5a,5b", help="only the rungs of these bars (keys of grader/bars.toml, "
+                                                     "separated by commas; default: every bar of the chapters)")
     cal.add_argument("--runs", type=int, default=10, help="timed runs of each rung (default 10)")
     cal.add_argument("--out", default="bars-override.toml",
                      help="the bars override file to write (default bars-override.toml; every run's figures go "

@@ -117,6 +117,7 @@ BAD_INPUTS: dict[tuple[str, str], list[list[str]]] = {
     ("grade", "--no-progress"): [["grade", "{two}", "--assignment", "01_vector_add", "--no-progress=1"]],
     ("grade", "--leaderboard"): [["grade", "{two}", "--assignment", "01_vector_add", "--leaderboard", "everyone"]],
     ("calibrate", "--chapters"): [["calibrate", "--chapters", "9"], ["calibrate", "--chapters", "one"]],
+    ("calibrate", "--bars"): [["calibrate", "--bars", "9z"], ["calibrate", "--chapters", "1", "--bars", "5a"]],
     ("calibrate", "--runs"): [["calibrate", "--runs", "0"], ["calibrate", "--runs", "x"]],
     ("calibrate", "--out"): [["calibrate", "--out", "{folder}"]],
     ("report", "workspace"): [["report", "{missing}"], ["report", "{notes.txt}"], ["report", "{folder}"], ["report"]],

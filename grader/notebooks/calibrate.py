@@ -80,16 +80,31 @@ def time_rung(root: Path, rung: Rung, runs: int) -> Figures:
                             cwd=str(solution_notebook(root, rung.chapter).parent))   # as grading runs a notebook
     if not verdict.passed or not verdict.values:
         raise LadderError(f"rung {rung.label!r} could not be timed ({verdict.reason}): {verdict.message.strip()}")
-    results = pickle.loads(base64.b64decode(verdict.values))
-    return Figures(rung, tuple(round(results[f"calibration_run_{i}"].speedup, 4) for i in range(runs)))
+    results = [pickle.loads(base64.b64decode(verdict.values))[f"calibration_run_{i}"] for i in range(runs)]
+    return Figures(rung, tuple(round(r.speedup, 4) for r in results),
+                   tuple(round(r.baseline_ms / r.events_ms, 4) for r in results if r.events_ms))
 
 
-def run(chapters: str | None, runs: int, out: Path) -> int:
+def rungs_named(chapters: str | None, bars: str | None) -> list[Rung]:
+    """The rungs of the chapters named, of the bars named among them ("5a,5b"; None: all)."""
+    found = rungs(chapters_named(chapters))
+    if not bars:
+        return found
+    keys = [k.strip() for k in bars.split(",") if k.strip()]
+    known = list(dict.fromkeys(r.bar for r in found))
+    unknown = [k for k in keys if k not in known]
+    if unknown or not keys:
+        raise LadderError(f"--bars: no recorded rungs for {', '.join(unknown) or repr(bars)}"
+                          f"{' in the chapters named' if chapters else ''}; the bars with rungs are {', '.join(known)}")
+    return [r for r in found if r.bar in keys]
+
+
+def run(chapters: str | None, runs: int, out: Path, bars: str | None = None) -> int:
     from tqdm import tqdm
 
     if runs < 1:
         raise LadderError("--runs takes a number of at least 1")
-    wanted = rungs(chapters_named(chapters))   # a wrong --chapters is said before anything else
+    wanted = rungs_named(chapters, bars)   # a wrong --chapters or --bars is said before anything else
     info = gpu_info()
     if info is None:
         raise LadderError("calibrating times kernels on a GPU, and this machine has none: run `ladder calibrate` "
@@ -105,7 +120,12 @@ def run(chapters: str | None, runs: int, out: Path) -> int:
             bar.set_postfix_str(rung.label[:50])
             began = time.perf_counter()
             try:
-                figures[rung.bar].append(time_rung(root, rung, runs))
+                found = time_rung(root, rung, runs)
+                figures[rung.bar].append(found)
+                # Each rung as it is timed: a run cut short (a time limit, a lost machine) keeps what it measured.
+                tqdm.write(f"{rung.bar} {rung.expect} {rung.label}: {found.spread()}"
+                           + (f"; by the events where it ran {min(found.event_speedups):.3f}-"
+                              f"{max(found.event_speedups):.3f}x" if found.event_speedups else ""), file=sys.stdout)
             except LadderError as exc:
                 untimed.append(str(exc))
                 figures.setdefault(rung.bar, [])
@@ -123,7 +143,8 @@ def run(chapters: str | None, runs: int, out: Path) -> int:
         "seconds": {"all": round(time.perf_counter() - start, 1), **{c: round(s, 1) for c, s in per_chapter.items()}},
         "bars": [{"key": p.key, "bar": p.current.bar, "separates": p.separates, "proposed": p.proposed,
                   "why_none": p.why_none,
-                  "rungs": [{"label": f.rung.label, "expect": f.rung.expect, "speedups": list(f.speedups)}
+                  "rungs": [{"label": f.rung.label, "expect": f.rung.expect, "speedups": list(f.speedups),
+                             "event_speedups": list(f.event_speedups)}
                             for f in p.figures]} for p in proposals]}, indent=1))
     for reason in untimed:
         print(f"not timed: {reason}")
