@@ -37,9 +37,9 @@
 #                            tests/cuda/traces/ were trimmed from its output)
 #   top-rungs [CHAPTERS]     the top rungs' scripts (calibration/top-rungs/chNN_gpu.py), e.g. "04 06 03 05"
 #   timing PART [ARGS]       trusted timing (timing-integrity/run.sh): `exploits` (its exploit entries on both
-#                            paths, the sanitizer's), `bars CHAPTERS` (timing-integrity/measure.py: every rung's
-#                            ratio by the asker's clock and by the events), `gap` (timing-integrity/
-#                            where_the_gap_is.py: each piece of a timed request outside its events)
+#                            paths, the sanitizer's; NAMES narrows), `gap` (timing-integrity/where_the_gap_is.py
+#                            with probe/sitecustomize.py in every process: where each request's time went). Every rung's
+#                            ratio by the asker's clock and by the events: `calibrate` (its .json)
 #   class-scaling MODE ...   class grading on 1, 2 and 4 GPUs (class-grading/run.sh; the speed-ups by
 #                            class-grading/scaling.py report)
 #   class-report PART ...    a graded class's report and its screenshot (class-grading/class_report_gpu.sh)
@@ -76,7 +76,7 @@ case "$step" in
   calibrate)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/nvidia-smi.txt"
     start=$(date +%s.%N)
-    python3 -m grader.cli calibrate ${1:+--chapters "$1"} --runs "${RUNS:-10}" --out "$out/bars-override.toml" \
+    python3 -m grader.cli calibrate ${1:+--chapters "$1"} ${BARS:+--bars "$BARS"} --runs "${RUNS:-10}" --out "$out/bars-override.toml" \
       2>"$out/progress.txt" | tee "$out/calibrate.txt" || rc=1
     echo "chapters=${1:-all} runs=${RUNS:-10} wall_s=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")" \
       | tee "$out/time.txt"
@@ -290,9 +290,12 @@ PY
     done
     ;;
   timing)
-    part=${1:?timing exploits|bars CHAPTERS|gap}; shift
+    part=${1:?timing exploits|gap}; shift
     if [ "$part" = gap ]; then
-      python3 "$here/timing-integrity/where_the_gap_is.py" 2>&1 | tee "$out/gap.txt" || rc=1
+      mkdir -p "$out/probe"
+      LADDER_PROBE_DIR="$out/probe" PYTHONPATH="$PWD/$here/timing-integrity/probe${PYTHONPATH:+:$PYTHONPATH}" \
+        timeout "${GAP_S:-400}" python3 "$here/timing-integrity/where_the_gap_is.py" 2>&1 | tee "$out/gap.txt" || rc=1
+      python3 "$here/timing-integrity/where_the_gap_is.py" --timeline "$out/probe" > "$out/timeline.txt" || rc=1
     else
       bash "$here/timing-integrity/run.sh" "$part" "$out" "$@" || rc=1
     fi

@@ -25,8 +25,8 @@
 #       parts of the same class, per student the seconds alone and in each class, scores identical.
 set -uo pipefail
 mode=$1; out=$2; shift 2
-here=assets/results/class-grading
 source assets/results/gpu_session.sh env "$out"
+here=assets/results/class-grading   # after the set-up, which sets its own `here` (and `step`, `out`)
 export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEOUT_S=20
 
 # grade DIR GPUS CHAPTER COPIES [PART] [ONLY...]: one class graded into DIR, with its records

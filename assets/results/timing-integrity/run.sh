@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Trusted timing on a GPU: the exploit suite's timing and integrity entries on both paths, the sanitizer's
-# entries, and the bars under trusted timing. Wheels for the Jupyter stack in .whl/ (carried with the device
+# entries. (The bars under trusted timing: `ladder calibrate`, whose record keeps every run's ratio by the
+# trusted time and by the events.) Wheels for the Jupyter stack in .whl/ (carried with the device
 # tool's `run`; shared/tools/offline-wheels.sh).
 #   bash assets/results/timing-integrity/run.sh exploits OUT        new exploit entries, both paths; sanitizer
-#   bash assets/results/timing-integrity/run.sh bars OUT CHAPTERS  measure.py, in-process and isolated
 set -uo pipefail
-step=$1; out=$2; shift 2
+# (`part`, not `step`: the sourced set-up sets `step` in this shell)
+part=$1; out=$2; shift 2
 source assets/results/gpu_session.sh env "$out"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit --format=csv | tee "$out/nvidia-smi.txt"
 rc=0
-case "$step" in
+case "$part" in
   exploits)
     names="clock_rescaled_in_launcher or clock_replaced_whole or clock_patch_self_restoring or recorder_code_swapped"
     names="$names or forged_reply or pointer_cache or batch_and_skip or detect_timing or inflated_empty_request"
@@ -22,10 +23,6 @@ case "$step" in
     [ -n "${NAMES:-}" ] || timeout "${SANITIZE_S:-150}" python3 -m pytest -p no:cacheprovider -q -rA tests/sanitizer/test_sanitize.py \
       -k "every_sanitizer_entry" 2>&1 | tee "$out/sanitizer.txt" || rc=1
     ;;
-  bars)
-    python3 assets/results/timing-integrity/measure.py --runs "${RUNS:-10}" --chapters "$1" --isolated \
-      --budget-s "${BUDGET_S:-480}" --out "$out/bars-isolated.json" 2>&1 | tee "$out/bars-isolated.md" || rc=1
-    ;;
-  *) echo "unknown step $step"; exit 2 ;;
+  *) echo "unknown part $part"; exit 2 ;;
 esac
 exit $rc
