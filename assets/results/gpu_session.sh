@@ -37,7 +37,7 @@
 #                            tests/cuda/traces/ were trimmed from its output)
 #   top-rungs [CHAPTERS]     the top rungs' scripts (calibration/top-rungs/chNN_gpu.py), e.g. "04 06 03 05"
 #   timing PART [ARGS]       trusted timing (timing-integrity/run.sh): `exploits` (its exploit entries on both
-#                            paths, the sanitizer's; NAMES narrows), `gap` (timing-integrity/where_the_gap_is.py
+#                            paths, one pytest each; names narrow, FROM=NAME goes on), `gap` (timing-integrity/where_the_gap_is.py
 #                            with probe/sitecustomize.py in every process: where each request's time went). Every rung's
 #                            ratio by the asker's clock and by the events: `calibrate` (its .json)
 #   class-scaling MODE ...   class grading on 1, 2 and 4 GPUs (class-grading/run.sh; the speed-ups by

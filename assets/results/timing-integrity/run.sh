@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Trusted timing on a GPU: the exploit suite's timing and integrity entries on both paths, the sanitizer's
+# Trusted timing on a GPU: the exploit suite's entries on both paths, one pytest a entry, and the sanitizer's
 # entries. (The bars under trusted timing: `ladder calibrate`, whose record keeps every run's ratio by the
-# trusted time and by the events.) Wheels for the Jupyter stack in .whl/ (carried with the device
-# tool's `run`; shared/tools/offline-wheels.sh).
-#   bash assets/results/timing-integrity/run.sh exploits OUT        new exploit entries, both paths; sanitizer
+# trusted time and by the events.) Wheels for the Jupyter stack in .whl/ (carried with the device tool's `run`;
+# shared/tools/offline-wheels.sh).
+#   bash assets/results/timing-integrity/run.sh exploits OUT [ENTRY...]
+#       each entry (default: every wrong and correct entry of tests/notebooks/test_exploits.py that needs a GPU,
+#       in pytest's order; FROM=NAME starts at that entry) until EXPLOITS_S seconds (default 520) are spent,
+#       each in its own pytest, so that a call cut short keeps every finished entry's verdict and message:
+#       OUT/ENTRY.txt, and one line a entry in OUT/exploits.txt; then, with no entries named, the sanitizer's
+#       entries (SANITIZE_S, default 100)
 set -uo pipefail
 # (`part`, not `step`: the sourced set-up sets `step` in this shell)
 part=$1; out=$2; shift 2
@@ -12,16 +17,29 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,p
 rc=0
 case "$part" in
   exploits)
-    names="clock_rescaled_in_launcher or clock_replaced_whole or clock_patch_self_restoring or recorder_code_swapped"
-    names="$names or forged_reply or pointer_cache or batch_and_skip or detect_timing or inflated_empty_request"
-    names="$names or fingerprint_fake_launch or block_too_large or upcast_output or raises_on_odd_shapes"
-    names="$names or mutated_inputs or launch_after_return or compile_error_wmma or fingerprint_cache"
-    names="$names or tamper_event_timer or ch05_5a_minimal"
-    names="${NAMES:-$names}"
-    timeout "${EXPLOITS_S:-420}" python3 -m pytest -p no:cacheprovider -q -rA tests/notebooks/test_exploits.py -k "$names" \
-      2>&1 | tee "$out/exploits.txt" || rc=1
-    [ -n "${NAMES:-}" ] || timeout "${SANITIZE_S:-150}" python3 -m pytest -p no:cacheprovider -q -rA tests/sanitizer/test_sanitize.py \
-      -k "every_sanitizer_entry" 2>&1 | tee "$out/sanitizer.txt" || rc=1
+    # Node ids of the entries that need a GPU (the others run in the CPU suite), or of the entries named.
+    mapfile -t nodes < <(python3 -m pytest -p no:cacheprovider --co -q tests/notebooks/test_exploits.py -m gpu \
+      | grep '\[')
+    if [ $# -gt 0 ]; then
+      wanted=" $* "; kept=()
+      for node in "${nodes[@]}"; do name=${node##*[}; [[ "$wanted" == *" ${name%]} "* ]] && kept+=("$node"); done
+      nodes=("${kept[@]}")
+    fi
+    if [ -n "${FROM:-}" ]; then
+      while [ ${#nodes[@]} -gt 0 ] && [[ "${nodes[0]}" != *"[$FROM]" ]]; do nodes=("${nodes[@]:1}"); done
+    fi
+    end=$(( $(date +%s) + ${EXPLOITS_S:-520} ))
+    for node in "${nodes[@]}"; do
+      name=${node##*[}; name=${name%]}
+      left=$(( end - $(date +%s) ))
+      if [ $left -lt 30 ]; then echo "$name not run: time spent (start the next call with FROM=$name)" | tee -a "$out/exploits.txt"; break; fi
+      timeout $left python3 -m pytest -p no:cacheprovider -q -rA --tb=short "$node" > "$out/$name.txt" 2>&1
+      code=$?; [ $code -eq 0 ] || rc=1
+      echo "$name rc=$code $(tail -1 "$out/$name.txt")" | tee -a "$out/exploits.txt"
+      grep -E "^E   (AssertionError|  )" "$out/$name.txt" | head -3
+    done
+    [ $# -gt 0 ] || timeout "${SANITIZE_S:-100}" python3 -m pytest -p no:cacheprovider -q -rA tests/sanitizer/test_sanitize.py \
+      -k "every_sanitizer_entry" 2>&1 | tee "$out/sanitizer.txt" | tail -3 || rc=1
     ;;
   *) echo "unknown part $part"; exit 2 ;;
 esac
