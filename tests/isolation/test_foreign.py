@@ -188,3 +188,22 @@ def test_a_trace_counts_every_run_s_thread_blocks():
                "args": {"grid": [8, 4, 1], "block": [128, 1, 1]}} for i in range(3)]
     (op,) = trace.read_chrome_trace({"traceEvents": events}).kernels()
     assert (op.count, op.blocks, op.grid) == (3, 3 * 32, (8, 4, 1))
+
+
+def test_the_work_a_timed_call_is_held_to_comes_from_checked_calls_of_its_shape():
+    import torch
+
+    from grader.isolation import seam
+
+    fn = seam.LocalFunction(lambda a, out: None, "f")
+    a, out = torch.zeros(8), torch.zeros(8)
+    key = seam.shape_key((a, out))
+    fn.history += [
+        (key, frozenset({"k", "init"}), None),                                # the autotuning call: no reference
+        (key, frozenset({"k"}), {"k": (300.0, 64)}),                          # a checked call
+        (key, frozenset({"k"}), {"k": (250.0, 64), "extra": (5.0, 1)}),       # another, a little faster
+        (seam.shape_key((torch.zeros(4), torch.zeros(4))), frozenset({"k"}), {"k": (1.0, 1)}),   # another shape
+    ]
+    batch = fn.batch([(a, out)])
+    assert batch.required == frozenset({"k"})
+    assert batch.checked == {"k": (250.0, 64)}   # the least of each, of required kernels, of this shape only
