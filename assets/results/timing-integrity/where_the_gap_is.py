@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 
-def timeline(folder: Path) -> None:
+def requests(folder: Path):
+    """The asking process's timed requests in the probe logs, in time order: (its header, the pieces of it that
+    every process logged, each "  OFFSET_MS  asker|worker >|< FUNCTION ...")."""
     events = []
     for log in sorted(folder.glob("probe-*.log")):
         pid = log.stem.split("-")[1]
@@ -33,19 +35,25 @@ def timeline(folder: Path) -> None:
             events.append((int(t), pid, kind, rest))
     events.sort()
     asker = None
-    for i, (t, pid, kind, rest) in enumerate(events):
+    for t, pid, kind, rest in events:
         if kind == ">" and rest.startswith("Batch._timed_request"):
             asker, t0, window = pid, t, []
             continue
         if asker is None:
             continue
         if pid == asker and kind == "<" and rest.startswith("Batch._timed_request"):
-            print(f"request {rest.split(' ', 1)[1]}  ({(t - t0) / 1e6:.3f} ms)")
-            for tt, p, k, r in window:
-                print(f"   {(tt - t0) / 1e6:9.3f}  {'asker ' if p == asker else 'worker'} {k} {r}")
+            yield (f"request {rest.split(' ', 1)[1]}  ({(t - t0) / 1e6:.3f} ms)",
+                   [f"   {(tt - t0) / 1e6:9.3f}  {'asker ' if p == asker else 'worker'} {k} {r}" for tt, p, k, r in window])
             asker = None
             continue
         window.append((t, pid, kind, rest))
+
+
+def timeline(folder: Path) -> None:
+    for header, pieces in requests(folder):
+        print(header)
+        for line in pieces:
+            print(line)
 
 
 def cells_namespace(rung) -> dict:
@@ -126,19 +134,8 @@ def summary(folder: Path) -> None:
     from its events; and, per piece of a request in the worker, the median, 90th percentile and worst time."""
     import re
     import statistics
-    from contextlib import redirect_stdout
-    from io import StringIO
 
-    text = StringIO()
-    with redirect_stdout(text):
-        timeline(folder)
-    blocks, current = [], None
-    for line in text.getvalue().splitlines():
-        if line.startswith("request"):
-            current = [line]
-            blocks.append(current)
-        elif current is not None:
-            current.append(line)
+    blocks = [[header, *pieces] for header, pieces in requests(folder)]
 
     def at(block, pattern):
         hits = [float(x.split()[0]) for x in block[1:] if pattern in x]
