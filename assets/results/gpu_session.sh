@@ -9,6 +9,8 @@
 #                            above, in the calling shell, to run a record's own script by hand
 #   calibrate CHAPTERS       `ladder calibrate --chapters CHAPTERS --runs ${RUNS:-10}` (e.g. 1,5; "" for all),
 #                            timed: OUT/bars-override.toml, .json, calibrate.txt, time.txt (calibration/)
+#   lanes LANE...            several of the steps below side by side, one GPU each, time-boxed (its comment
+#                            says how): `ladder calibrate` by bars and the exploit entries, for machines of 2+ GPUs
 #   nbval NB_DIR...          pytest --nbval-lax on solution folders (notebooks/)
 #   pytest [ARGS...]         pytest on tests/ (ARGS default: tests)
 #   check10 NB...            ladder check --repeat ${REPEAT:-10} on notebooks (notebooks/)
@@ -54,14 +56,17 @@ mkdir -p "$out"
 here=assets/results
 
 if [ -d .whl ]; then
-  # One pip call for both folders: a second `pip install --target --upgrade` replaces the target's bin/
-  # folder whole, and took nbgrader's `alembic` command with it.
-  extra_wheels=(); [ -d .whl-dask ] && extra_wheels=(.whl-dask/*.whl)
-  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl \
-    "${extra_wheels[@]}" || exit 1
   export PATH=/tmp/site/bin:$PATH JUPYTER_PATH=/tmp/site/share/jupyter  # nbconvert's templates live there
   export PYTHONPATH=/tmp/site:$PWD:$PWD/tests
-  python3 -m ipykernel install --user --name python3 >/dev/null || exit 1
+  if [ ! -e /tmp/site/.ladder-wheels ]; then
+    # One pip call for both folders: a second `pip install --target --upgrade` replaces the target's bin/
+    # folder whole, and took nbgrader's `alembic` command with it.
+    extra_wheels=(); [ -d .whl-dask ] && extra_wheels=(.whl-dask/*.whl)
+    python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl \
+      "${extra_wheels[@]}" || exit 1
+    python3 -m ipykernel install --user --name python3 >/dev/null || exit 1
+    touch /tmp/site/.ladder-wheels   # once a machine: the steps that `lanes` runs side by side share it
+  fi
 else
   export PYTHONPATH=$PWD:$PWD/tests
 fi
@@ -80,6 +85,40 @@ case "$step" in
       2>"$out/progress.txt" | tee "$out/calibrate.txt" || rc=1
     echo "chapters=${1:-all} runs=${RUNS:-10} wall_s=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")" \
       | tee "$out/time.txt"
+    ;;
+  lanes)
+    # One lane a GPU, side by side (CUDA_VISIBLE_DEVICES=N for the Nth argument). A lane is a list of items,
+    # run in order until LANES_S seconds (default 560) from the start are spent, each under the time left:
+    #   cal:CH:KEYS   `calibrate CH` with BARS=KEYS (RUNS as for calibrate), into OUT/laneN/cal-CH-KEYS
+    #   exp:NAMES     the exploit entries NAMES (comma-separated) by timing-integrity/run.sh, into OUT/laneN/exp
+    # An item not started or cut short is named in OUT/laneN/left.txt, to be given to the next call.
+    end=$(( $(date +%s) + ${LANES_S:-560} )); lane=0
+    for items in "$@"; do
+      (
+        export CUDA_VISIBLE_DEVICES=$lane; dir=$out/lane$lane; mkdir -p "$dir"
+        nvidia-smi -i "$lane" --query-gpu=name,uuid --format=csv,noheader > "$dir/gpu.txt"
+        for item in $items; do
+          left=$(( end - $(date +%s) ))
+          if [ $left -lt 40 ]; then echo "$item" >> "$dir/left.txt"; continue; fi
+          began=$(date +%s)
+          case "$item" in
+            cal:*) IFS=: read -r _ ch keys <<< "$item"
+                   BARS=$keys timeout "$left" bash "$here/gpu_session.sh" calibrate "$dir/cal-$ch-${keys//,/+}" "$ch" \
+                     > "$dir/cal-$ch-${keys//,/+}.log" 2>&1 ;;
+            exp:*) names=${item#exp:}
+                   EXPLOITS_S=$left timeout "$left" bash "$here/timing-integrity/run.sh" exploits "$dir/exp" \
+                     ${names//,/ } > "$dir/exp-$began.log" 2>&1 ;;
+            *) echo "unknown lane item $item" >> "$dir/left.txt"; continue ;;
+          esac
+          code=$?; [ $code -eq 124 ] && echo "$item (cut short)" >> "$dir/left.txt"
+          echo "$item rc=$code $(( $(date +%s) - began )) s" | tee -a "$dir/items.txt"
+        done
+      ) &
+      lane=$((lane + 1))
+    done
+    wait
+    cat "$out"/lane*/cal-*/calibrate.txt 2>/dev/null | grep -v "^$" | head -200
+    cat "$out"/lane*/exp/exploits.txt "$out"/lane*/left.txt 2>/dev/null
     ;;
   nbval)
     python3 -m pytest -q -p no:cacheprovider --nbval-lax "$@" 2>&1 | tee "$out/nbval.txt" || rc=1
