@@ -117,8 +117,12 @@ case "$step" in
       lane=$((lane + 1))
     done
     wait
-    cat "$out"/lane*/cal-*/calibrate.txt 2>/dev/null | grep -v "^$" | head -200
-    cat "$out"/lane*/exp/exploits.txt "$out"/lane*/left.txt 2>/dev/null
+    for dir in "$out"/lane*; do
+      echo "== ${dir##*/} $(cat "$dir/gpu.txt")"; cat "$dir/items.txt" "$dir"/cal-*/calibrate.txt "$dir/exp/exploits.txt" 2>/dev/null
+      [ -e "$dir/left.txt" ] && { echo "left:"; cat "$dir/left.txt"; }
+    done | tee "$out/lanes.txt"
+    # Many small files do not all come back from a device call: one archive, and the summary beside it.
+    pack && rm -rf "$out"/lane*
     ;;
   nbval)
     python3 -m pytest -q -p no:cacheprovider --nbval-lax "$@" 2>&1 | tee "$out/nbval.txt" || rc=1

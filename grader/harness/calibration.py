@@ -64,6 +64,9 @@ class Figures:
     # The same runs by the CUDA events recorded where the calls ran (a claim the trusted time is checked
     # against: grader.isolation.trusted), for the record of how far the two lie apart; empty where not kept.
     event_speedups: tuple[float, ...] = ()
+    # Each run's untraced time per call over its kernels' traced busy time (grader.isolation.rules
+    # enforce_traced_timing fails a run below its bound): how near honest kernels come to that rule.
+    traced_ratios: tuple[float, ...] = ()
 
     @property
     def worst(self) -> float:

@@ -81,8 +81,10 @@ def time_rung(root: Path, rung: Rung, runs: int) -> Figures:
     if not verdict.passed or not verdict.values:
         raise LadderError(f"rung {rung.label!r} could not be timed ({verdict.reason}): {verdict.message.strip()}")
     results = [pickle.loads(base64.b64decode(verdict.values))[f"calibration_run_{i}"] for i in range(runs)]
+    bounds = [(r.integrity or {}).get("bound") or {} for r in results]
     return Figures(rung, tuple(round(r.speedup, 4) for r in results),
-                   tuple(round(r.baseline_ms / r.events_ms, 4) for r in results if r.events_ms))
+                   tuple(round(r.baseline_ms / r.events_ms, 4) for r in results if r.events_ms),
+                   tuple(round(b["untraced_ms"] / b["busy_ms"], 4) for b in bounds if b.get("busy_ms")))
 
 
 def rungs_named(chapters: str | None, bars: str | None) -> list[Rung]:
@@ -125,7 +127,9 @@ def run(chapters: str | None, runs: int, out: Path, bars: str | None = None) -> 
                 # Each rung as it is timed: a run cut short (a time limit, a lost machine) keeps what it measured.
                 tqdm.write(f"{rung.bar} {rung.expect} {rung.label}: {found.spread()}"
                            + (f"; by the events where it ran {min(found.event_speedups):.3f}-"
-                              f"{max(found.event_speedups):.3f}x" if found.event_speedups else ""), file=sys.stdout)
+                              f"{max(found.event_speedups):.3f}x" if found.event_speedups else "")
+                           + (f"; untraced/traced {min(found.traced_ratios):.3f}-{max(found.traced_ratios):.3f}"
+                              if found.traced_ratios else ""), file=sys.stdout)
             except LadderError as exc:
                 untimed.append(str(exc))
                 figures.setdefault(rung.bar, [])
@@ -144,7 +148,7 @@ def run(chapters: str | None, runs: int, out: Path, bars: str | None = None) -> 
         "bars": [{"key": p.key, "bar": p.current.bar, "separates": p.separates, "proposed": p.proposed,
                   "why_none": p.why_none,
                   "rungs": [{"label": f.rung.label, "expect": f.rung.expect, "speedups": list(f.speedups),
-                             "event_speedups": list(f.event_speedups)}
+                             "event_speedups": list(f.event_speedups), "traced_ratios": list(f.traced_ratios)}
                             for f in p.figures]} for p in proposals]}, indent=1))
     for reason in untimed:
         print(f"not timed: {reason}")

@@ -153,3 +153,31 @@ def test_the_command_reports_and_writes_chapter_1_from_the_recorded_h100_figures
     assert bar_for("1b", "sm_90").bar == pytest.approx(1.32)
     record = json.loads(out.with_suffix(".json").read_text())
     assert [b["key"] for b in record["bars"]] == ["1a", "1a-stretch", "1b"] and record["runs"] == 10
+
+
+def test_a_rung_keeps_each_runs_ratio_by_both_clocks_and_its_nearness_to_the_traced_bound(monkeypatch):
+    """time_rung reads the verifier's values of the timing cell: the trusted speedup decides, the events' and
+    the untraced/traced ratio are kept for the record."""
+    import base64
+    import pickle
+    from types import SimpleNamespace
+
+    from grader.notebooks import calibrate
+
+    r = rungs(["ch01"])[0]
+    runs = [SimpleNamespace(speedup=0.9 + i / 100, baseline_ms=1.0, events_ms=1 / (0.91 + i / 100),
+                            integrity={"bound": {"untraced_ms": 0.29 + i / 1000, "busy_ms": 0.30}}) for i in range(3)]
+    runs[2].integrity = {}     # a run without the traced figures (no trace on this path): no ratio, no error
+    values = base64.b64encode(pickle.dumps({f"calibration_run_{i}": x for i, x in enumerate(runs)}))
+    seen = {}
+
+    def check(cells, test, label, **kwargs):
+        seen["test"] = test
+        return SimpleNamespace(passed=True, values=values, reason="", message="")
+
+    monkeypatch.setattr(calibrate, "check_sources", check)
+    found = calibrate.time_rung(ROOT, r, 3)
+    assert found.speedups == (0.9, 0.91, 0.92)
+    assert found.event_speedups == (0.91, 0.92, 0.93)
+    assert found.traced_ratios == (pytest.approx(0.29 / 0.30, abs=1e-4), pytest.approx(0.291 / 0.30, abs=1e-4))
+    assert seen["test"].count("measure_speed(") == 3
