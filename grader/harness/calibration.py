@@ -28,6 +28,7 @@ from .bars import Bar
 
 MARGIN = 0.10   # room each side of a proposed bar: 10% covers the run-to-run spread of every recorded GPU
 _RUNG_FIELDS = {"label", "bar", "expect", "submission", "exercise", "launcher"}
+EXPECTS = ("pass", "fail", "report")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Rung:
     chapter: str      # "ch05"
     label: str
     bar: str          # the bars.toml key
-    expect: str       # "pass" or "fail"
+    expect: str       # "pass", "fail", or "report" (timed beside the others; the bar does not judge it)
     submission: str   # "solution", or a module of tests/submissions/<chapter>/
     exercise: str     # expression over the chapter module: the Exercise timed
     launcher: str     # expression over the notebook's names: the function timed
@@ -49,9 +50,9 @@ def rungs(chapters: list[str] | None = None) -> list[Rung]:
         if chapters is not None and chapter not in chapters:
             continue
         for entry in entries:
-            if set(entry) != _RUNG_FIELDS or entry["expect"] not in ("pass", "fail"):
+            if set(entry) != _RUNG_FIELDS or entry["expect"] not in EXPECTS:
                 raise LadderError(f"grader/rungs.toml: a rung of {chapter} needs exactly the fields "
-                                  f"{', '.join(sorted(_RUNG_FIELDS))}, with expect \"pass\" or \"fail\": {entry}")
+                                  f"{', '.join(sorted(_RUNG_FIELDS))}, with expect one of {', '.join(EXPECTS)}: {entry}")
             out.append(Rung(chapter, **entry))
     return out
 
@@ -93,7 +94,8 @@ class Proposal:
     @property
     def separates(self) -> bool:
         """Whether the current bar judges every run of every rung as the rung expects (no rung timed: no)."""
-        return bool(self.figures) and all(f.as_expected(self.current.bar) == len(f.speedups) for f in self.figures)
+        judged = [f for f in self.figures if f.rung.expect != "report"]
+        return bool(judged) and all(f.as_expected(self.current.bar) == len(f.speedups) for f in judged)
 
     def calibration(self, gpu: str, runs: int) -> str:
         """The override's calibration string: the GPU, the runs and the figures."""
@@ -150,6 +152,11 @@ def report(p: Proposal) -> str:
     lines = [f"{p.key}: bar {p.current.bar:.2f}x ({p.current.source}) "
              f"{'separates' if p.separates else 'does NOT separate'} the rungs on this GPU"]
     for f in p.figures:
+        if f.rung.expect == "report":
+            above = sum(s >= p.current.bar for s in f.speedups)
+            lines.append(f"  report  {f.rung.label}: {f.spread()}, {above}/{len(f.speedups)} at or above "
+                         f"{p.current.bar:.2f}x (reported; the bar does not judge it)")
+            continue
         lines.append(f"  {f.rung.expect:4}  {f.rung.label}: {f.spread()}, "
                      f"{f.as_expected(p.current.bar)}/{len(f.speedups)} {f.rung.expect} at {p.current.bar:.2f}x")
     lines.append(f"  proposed bar: {p.proposed:.2f}x" if p.proposed is not None else f"  {p.why_none}")

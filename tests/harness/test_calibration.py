@@ -13,7 +13,7 @@ from grader.cuda import archs
 from grader.cuda.gpu import has_gpu
 from grader.harness import feasibility
 from grader.harness.bars import bar_for, load_bars
-from grader.harness.calibration import MARGIN, Figures, Rung, override_toml, propose, rungs
+from grader.harness.calibration import MARGIN, Figures, Rung, override_toml, propose, report, rungs
 from grader.notebooks.calibrate import chapters_named, rung_cells, timing_cell
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,3 +181,16 @@ def test_a_rung_keeps_each_runs_ratio_by_both_clocks_and_its_nearness_to_the_tra
     assert found.event_speedups == (0.91, 0.92, 0.93)
     assert found.traced_ratios == (pytest.approx(0.29 / 0.30, abs=1e-4), pytest.approx(0.291 / 0.30, abs=1e-4))
     assert seen["test"].count("measure_speed(") == 3
+
+
+def test_a_report_rung_is_timed_and_printed_but_judged_by_no_bar():
+    """8b on an H200: the unfused kernels clear 8b's bar, as the chapter teaches, and do not make it ungradable."""
+    record = json.loads((ROOT / "assets/results/calibration/trusted-h200/bar-8b.json").read_text())
+    table = {r.label: r for r in rungs(["ch08"])}
+    figures = [Figures(table[r["label"]], tuple(r["speedups"])) for r in record["bars"][0]["rungs"]]
+    assert sorted(f.rung.expect for f in figures) == ["fail", "pass", "report"]
+    p = propose(bar_for("8b"), figures)
+    assert p.separates and p.proposed is not None   # the solution against chapter 5's naive matmul alone
+    assert 0.367 * 1.1 <= p.proposed <= 1.167 / 1.1
+    text = report(p)
+    assert "report  8b unfused kernels" in text and "10/10 at or above 1.10x (reported; the bar does not judge it)" in text
