@@ -68,6 +68,10 @@ class Figures:
     # Each run's untraced time per call over its kernels' traced busy time (grader.isolation.rules
     # enforce_traced_timing fails a run below its bound): how near honest kernels come to that rule.
     traced_ratios: tuple[float, ...] = ()
+    # Each run's timing rounds and the seconds they took (grader.harness.timing.compare stops at a spread of
+    # 2% or its time budget): where a rung's calibration time goes.
+    rounds: tuple[int, ...] = ()
+    timing_s: tuple[float, ...] = ()
 
     @property
     def worst(self) -> float:

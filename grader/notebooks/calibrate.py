@@ -84,7 +84,8 @@ def time_rung(root: Path, rung: Rung, runs: int) -> Figures:
     bounds = [(r.integrity or {}).get("bound") or {} for r in results]
     return Figures(rung, tuple(round(r.speedup, 4) for r in results),
                    tuple(round(r.baseline_ms / r.events_ms, 4) for r in results if r.events_ms),
-                   tuple(round(b["untraced_ms"] / b["busy_ms"], 4) for b in bounds if b.get("busy_ms")))
+                   tuple(round(b["untraced_ms"] / b["busy_ms"], 4) for b in bounds if b.get("busy_ms")),
+                   tuple(r.comparison.rounds for r in results), tuple(round(r.comparison.elapsed_s, 2) for r in results))
 
 
 def rungs_named(chapters: str | None, bars: str | None) -> list[Rung]:
@@ -129,7 +130,10 @@ def run(chapters: str | None, runs: int, out: Path, bars: str | None = None) -> 
                            + (f"; by the events where it ran {min(found.event_speedups):.3f}-"
                               f"{max(found.event_speedups):.3f}x" if found.event_speedups else "")
                            + (f"; untraced/traced {min(found.traced_ratios):.3f}-{max(found.traced_ratios):.3f}"
-                              if found.traced_ratios else ""), file=sys.stdout)
+                              if found.traced_ratios else "")
+                           + (f"; {min(found.rounds)}-{max(found.rounds)} timing rounds, "
+                              f"{min(found.timing_s):.1f}-{max(found.timing_s):.1f} s a run of "
+                              f"{(time.perf_counter() - began) / runs:.1f} s" if found.rounds else ""), file=sys.stdout)
             except LadderError as exc:
                 untimed.append(str(exc))
                 figures.setdefault(rung.bar, [])
@@ -148,7 +152,8 @@ def run(chapters: str | None, runs: int, out: Path, bars: str | None = None) -> 
         "bars": [{"key": p.key, "bar": p.current.bar, "separates": p.separates, "proposed": p.proposed,
                   "why_none": p.why_none,
                   "rungs": [{"label": f.rung.label, "expect": f.rung.expect, "speedups": list(f.speedups),
-                             "event_speedups": list(f.event_speedups), "traced_ratios": list(f.traced_ratios)}
+                             "event_speedups": list(f.event_speedups), "traced_ratios": list(f.traced_ratios),
+                             "rounds": list(f.rounds), "timing_s": list(f.timing_s)}
                             for f in p.figures]} for p in proposals]}, indent=1))
     for reason in untimed:
         print(f"not timed: {reason}")

@@ -166,6 +166,7 @@ def test_a_rung_keeps_each_runs_ratio_by_both_clocks_and_its_nearness_to_the_tra
 
     r = rungs(["ch01"])[0]
     runs = [SimpleNamespace(speedup=0.9 + i / 100, baseline_ms=1.0, events_ms=1 / (0.91 + i / 100),
+                            comparison=SimpleNamespace(rounds=5 + i, elapsed_s=1.234 + i),
                             integrity={"bound": {"untraced_ms": 0.29 + i / 1000, "busy_ms": 0.30}}) for i in range(3)]
     runs[2].integrity = {}     # a run without the traced figures (no trace on this path): no ratio, no error
     values = base64.b64encode(pickle.dumps({f"calibration_run_{i}": x for i, x in enumerate(runs)}))
@@ -180,6 +181,7 @@ def test_a_rung_keeps_each_runs_ratio_by_both_clocks_and_its_nearness_to_the_tra
     assert found.speedups == (0.9, 0.91, 0.92)
     assert found.event_speedups == (0.91, 0.92, 0.93)
     assert found.traced_ratios == (pytest.approx(0.29 / 0.30, abs=1e-4), pytest.approx(0.291 / 0.30, abs=1e-4))
+    assert found.rounds == (5, 6, 7) and found.timing_s == (1.23, 2.23, 3.23)
     assert seen["test"].count("measure_speed(") == 3
 
 
