@@ -90,7 +90,10 @@ case "$step" in
     # One lane a GPU, side by side (CUDA_VISIBLE_DEVICES=N for the Nth argument). A lane is a list of items,
     # run in order until LANES_S seconds (default 560) from the start are spent, each under the time left:
     #   cal:CH:KEYS   `calibrate CH` with BARS=KEYS (RUNS as for calibrate), into OUT/laneN/cal-CH-KEYS
-    #   exp:NAMES     the exploit entries NAMES (comma-separated) by timing-integrity/run.sh, into OUT/laneN/exp
+    #   exp:NAMES     the exploit entries NAMES (comma-separated) by timing-integrity/run.sh, into OUT/laneN/exp;
+    #                 exp:@K/N every Nth entry from the Kth (0-based), the sanitizer's entries with K = 0
+    #   check10:NB    `check10 NB` (ladder check --repeat REPEAT, default 10), into OUT/laneN/check10-NAME
+    #   stab:TARGETS  `stability` on NB:CELL targets (comma-separated), into OUT/laneN/stab-TIME
     # An item not started or cut short is named in OUT/laneN/left.txt, to be given to the next call.
     end=$(( $(date +%s) + ${LANES_S:-560} )); lane=0
     for items in "$@"; do
@@ -105,9 +108,17 @@ case "$step" in
             cal:*) IFS=: read -r _ ch keys <<< "$item"
                    BARS=$keys timeout "$left" bash "$here/gpu_session.sh" calibrate "$dir/cal-$ch-${keys//,/+}" "$ch" \
                      > "$dir/cal-$ch-${keys//,/+}.log" 2>&1 ;;
+            exp:@*) SHARD=${item#exp:@} EXPLOITS_S=$left timeout "$left" bash "$here/timing-integrity/run.sh" \
+                     exploits "$dir/exp" > "$dir/exp-$began.log" 2>&1 ;;
             exp:*) names=${item#exp:}
                    EXPLOITS_S=$left timeout "$left" bash "$here/timing-integrity/run.sh" exploits "$dir/exp" \
                      ${names//,/ } > "$dir/exp-$began.log" 2>&1 ;;
+            check10:*) nb=${item#check10:}; name=$(basename "$nb" .ipynb)
+                   timeout "$left" bash "$here/gpu_session.sh" check10 "$dir/check10-$name" "$nb" \
+                     > "$dir/check10-$name.log" 2>&1 ;;
+            stab:*) targets=${item#stab:}
+                   timeout "$left" bash "$here/gpu_session.sh" stability "$dir/stab-$began" ${targets//,/ } \
+                     > "$dir/stab-$began.log" 2>&1 ;;
             *) echo "unknown lane item $item" >> "$dir/left.txt"; continue ;;
           esac
           code=$?; [ $code -eq 124 ] && echo "$item (cut short)" >> "$dir/left.txt"
@@ -119,10 +130,11 @@ case "$step" in
     wait
     for dir in "$out"/lane*; do
       echo "== ${dir##*/} $(cat "$dir/gpu.txt")"; cat "$dir/items.txt" "$dir"/cal-*/calibrate.txt "$dir/exp/exploits.txt" 2>/dev/null
+      tail -qn 12 "$dir"/check10-*/check10.txt "$dir"/stab-*/stability.md 2>/dev/null
       [ -e "$dir/left.txt" ] && { echo "left:"; cat "$dir/left.txt"; }
     done | tee "$out/lanes.txt"
     # Many small files do not all come back from a device call: one archive, and the summary beside it.
-    pack && rm -rf "$out"/lane*
+    pack && rm -rf "$out"/lane[0-9]*
     ;;
   nbval)
     python3 -m pytest -q -p no:cacheprovider --nbval-lax "$@" 2>&1 | tee "$out/nbval.txt" || rc=1

@@ -8,7 +8,8 @@
 #       in pytest's order; FROM=NAME starts at that entry) until EXPLOITS_S seconds (default 520) are spent,
 #       each in its own pytest, so that a call cut short keeps every finished entry's verdict and message:
 #       OUT/ENTRY.txt, and one line a entry in OUT/exploits.txt; then, with no entries named, the sanitizer's
-#       entries (SANITIZE_S, default 100)
+#       entries (SANITIZE_S, default 100). SHARD=K/N keeps every Nth entry from the Kth (0-based), for N GPUs side
+#       by side (gpu_session.sh lanes); only shard 0 runs the sanitizer's entries
 set -uo pipefail
 # (`part`, not `step`: the sourced set-up sets `step` in this shell)
 part=$1; out=$2; shift 2
@@ -25,6 +26,12 @@ case "$part" in
       for node in "${nodes[@]}"; do name=${node##*[}; [[ "$wanted" == *" ${name%]} "* ]] && kept+=("$node"); done
       nodes=("${kept[@]}")
     fi
+    shard=${SHARD:-0/1}; k=${shard%/*}; n=${shard#*/}
+    if [ "$n" -gt 1 ]; then
+      kept=()
+      for i in "${!nodes[@]}"; do [ $(( i % n )) -eq "$k" ] && kept+=("${nodes[$i]}"); done
+      nodes=("${kept[@]}")
+    fi
     if [ -n "${FROM:-}" ]; then
       while [ ${#nodes[@]} -gt 0 ] && [[ "${nodes[0]}" != *"[$FROM]" ]]; do nodes=("${nodes[@]:1}"); done
     fi
@@ -38,7 +45,7 @@ case "$part" in
       echo "$name rc=$code $(tail -1 "$out/$name.txt")" | tee -a "$out/exploits.txt"
       grep -E "^E   (AssertionError|  )" "$out/$name.txt" | head -3
     done
-    [ $# -gt 0 ] || timeout "${SANITIZE_S:-100}" python3 -m pytest -p no:cacheprovider -q -rA tests/sanitizer/test_sanitize.py \
+    [ $# -gt 0 ] || [ "$k" -ne 0 ] || timeout "${SANITIZE_S:-100}" python3 -m pytest -p no:cacheprovider -q -rA tests/sanitizer/test_sanitize.py \
       -k "every_sanitizer_entry" 2>&1 | tee "$out/sanitizer.txt" | tail -3 || rc=1
     ;;
   *) echo "unknown part $part"; exit 2 ;;
