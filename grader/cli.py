@@ -330,9 +330,9 @@ def leaderboard_names() -> tuple[str, ...]:
 
 
 def cmd_calibrate(args) -> int:
-    from .notebooks.calibrate import run
+    from .classgrade.calibrate import run
 
-    return run(args.chapters, args.runs, Path(args.out), args.bars)
+    return run(args.chapters, args.runs, Path(args.out), args.bars, args.gpus)
 
 
 def archs_names() -> tuple[str, ...]:
@@ -486,6 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--bars", metavar="5a,5b", help="only the rungs of these bars (keys of grader/bars.toml, "
                                                      "separated by commas; default: every bar of the chapters)")
     cal.add_argument("--runs", type=int, default=10, help="timed runs of each rung (default 10)")
+    cal.add_argument("--gpus", type=int, default=1,
+                     help="time N bars at once, each on a GPU of its own (dask-cuda, as `ladder grade --gpus`; "
+                          "default 1: in turn, on this process's GPU)")
     cal.add_argument("--out", default="bars-override.toml",
                      help="the bars override file to write (default bars-override.toml; every run's figures go "
                           "beside it as .json)")

@@ -120,6 +120,7 @@ BAD_INPUTS: dict[tuple[str, str], list[list[str]]] = {
     ("calibrate", "--bars"): [["calibrate", "--bars", "9z"], ["calibrate", "--chapters", "1", "--bars", "5a"]],
     ("calibrate", "--runs"): [["calibrate", "--runs", "0"], ["calibrate", "--runs", "x"]],
     ("calibrate", "--out"): [["calibrate", "--out", "{folder}"]],
+    ("calibrate", "--gpus"): [["calibrate", "--gpus", "0"], ["calibrate", "--gpus", "two"]],
     ("report", "workspace"): [["report", "{missing}"], ["report", "{notes.txt}"], ["report", "{folder}"], ["report"]],
     ("report", "--assignment"): [["report", "{folder}", "--assignment", "99_nope"]],
     ("report", "--db"): [["report", "{folder}", "--db", "not a url"]],

@@ -1,5 +1,5 @@
-"""`ladder calibrate`: time every recorded rung (grader/rungs.toml) on this GPU, say per bar whether the
-current bar separates the rungs, propose bars, and write them as a bars override file.
+"""Timing one recorded rung (grader/rungs.toml) for `ladder calibrate` (grader.classgrade.calibrate, which
+says per bar whether the current bar separates the rungs and proposes bars).
 
 Each rung is timed as a graded speed cell is: its cells (the solution notebook's learner cells, with the
 rung's submission cells in place of the solution's) run in the grader's isolated worker
@@ -11,22 +11,17 @@ from __future__ import annotations
 
 import base64
 import importlib
-import json
 import pickle
 import sys
-import time
-from collections import defaultdict
 from pathlib import Path
 
 from .. import config
 from ..chapters import names as chapter_names
-from ..cuda.gpu import arch_here, gpu_info, versions
 from ..errors import LadderError
-from ..harness.bars import bar_for
-from ..harness.calibration import Figures, Proposal, Rung, override_toml, propose, report, rungs
+from ..harness.calibration import Figures, Rung, rungs
 from ..isolation.isolate import check_sources
 from ..learner import cells as nbcells
-from .course import SOURCE_DIR, assignments, repo_root
+from .course import SOURCE_DIR, assignments
 
 
 def chapters_named(numbers: str | None) -> list[str]:
@@ -100,64 +95,3 @@ def rungs_named(chapters: str | None, bars: str | None) -> list[Rung]:
         raise LadderError(f"--bars: no recorded rungs for {', '.join(unknown) or repr(bars)}"
                           f"{' in the chapters named' if chapters else ''}; the bars with rungs are {', '.join(known)}")
     return [r for r in found if r.bar in keys]
-
-
-def run(chapters: str | None, runs: int, out: Path, bars: str | None = None) -> int:
-    from tqdm import tqdm
-
-    if runs < 1:
-        raise LadderError("--runs takes a number of at least 1")
-    wanted = rungs_named(chapters, bars)   # a wrong --chapters or --bars is said before anything else
-    info = gpu_info()
-    if info is None:
-        raise LadderError("calibrating times kernels on a GPU, and this machine has none: run `ladder calibrate` "
-                          "on a machine with the GPU your class will be graded on")
-    arch = arch_here().name
-    root = repo_root()
-    start = time.perf_counter()
-    figures: dict[str, list[Figures]] = defaultdict(list)
-    per_chapter: dict[str, float] = defaultdict(float)
-    untimed: list[str] = []   # a rung this GPU cannot run (memory, architecture) leaves its bar to the others
-    with tqdm(wanted, desc="ladder calibrate", unit="rung", file=sys.stderr) as bar:
-        for rung in bar:
-            bar.set_postfix_str(rung.label[:50])
-            began = time.perf_counter()
-            try:
-                found = time_rung(root, rung, runs)
-                figures[rung.bar].append(found)
-                # Each rung as it is timed: a run cut short (a time limit, a lost machine) keeps what it measured.
-                tqdm.write(f"{rung.bar} {rung.expect} {rung.label}: {found.spread()}"
-                           + (f"; by the events where it ran {min(found.event_speedups):.3f}-"
-                              f"{max(found.event_speedups):.3f}x" if found.event_speedups else "")
-                           + (f"; untraced/traced {min(found.traced_ratios):.3f}-{max(found.traced_ratios):.3f}"
-                              if found.traced_ratios else "")
-                           + (f"; {min(found.rounds)}-{max(found.rounds)} timing rounds, "
-                              f"{min(found.timing_s):.1f}-{max(found.timing_s):.1f} s a run of "
-                              f"{(time.perf_counter() - began) / runs:.1f} s" if found.rounds else ""), file=sys.stdout)
-            except LadderError as exc:
-                untimed.append(str(exc))
-                figures.setdefault(rung.bar, [])
-            per_chapter[rung.chapter] += time.perf_counter() - began
-    proposals: list[Proposal] = [propose(bar_for(key), found) for key, found in figures.items()]
-    gpu = f"{info.name} ({arch})"
-    print(f"{gpu}: {runs} runs a rung, {time.perf_counter() - start:.0f} s in all "
-          f"({', '.join(f'{c} {s:.0f} s' for c, s in per_chapter.items())})\n")
-    for p in proposals:
-        print(report(p) + "\n")
-    out.write_text(override_toml(proposals, arch, gpu, runs))
-    record = out.with_suffix(".json")
-    record.write_text(json.dumps({
-        "gpu": info.name, "arch": arch, "versions": versions(), "runs": runs, "date": time.strftime("%Y-%m-%d"),
-        "seconds": {"all": round(time.perf_counter() - start, 1), **{c: round(s, 1) for c, s in per_chapter.items()}},
-        "bars": [{"key": p.key, "bar": p.current.bar, "separates": p.separates, "proposed": p.proposed,
-                  "why_none": p.why_none,
-                  "rungs": [{"label": f.rung.label, "expect": f.rung.expect, "speedups": list(f.speedups),
-                             "event_speedups": list(f.event_speedups), "traced_ratios": list(f.traced_ratios),
-                             "rounds": list(f.rounds), "timing_s": list(f.timing_s)}
-                            for f in p.figures]} for p in proposals]}, indent=1))
-    for reason in untimed:
-        print(f"not timed: {reason}")
-    held = [p.key for p in proposals if p.separates]
-    print(f"The current bars separate the rungs of {len(held)} of {len(proposals)} bars on this GPU. Proposed bars: "
-          f"{out} (use it with `ladder grade --bars {out}`); every run's figures: {record}")
-    return 0 if len(held) == len(proposals) and not untimed else 1

@@ -133,7 +133,7 @@ def test_the_command_reports_and_writes_chapter_1_from_the_recorded_h100_figures
     """`ladder calibrate --chapters 1` end to end, the timing replaced by the recorded H100 runs."""
     from types import SimpleNamespace
 
-    from grader.notebooks import calibrate
+    from grader.classgrade import calibrate
 
     by_label = recorded(RECORD_CH01)
     runs_of = {"1a one element per thread (naive_1a)": "1a one element per thread (naive_1a)",
@@ -196,3 +196,55 @@ def test_a_report_rung_is_timed_and_printed_but_judged_by_no_bar():
     assert 0.367 * 1.1 <= p.proposed <= 1.167 / 1.1
     text = report(p)
     assert "report  8b unfused kernels" in text and "10/10 at or above 1.10x (reported; the bar does not judge it)" in text
+
+
+def test_with_several_gpus_each_bar_is_one_task_on_one_worker_and_the_figures_are_the_same(tmp_path, monkeypatch, capsys):
+    """`ladder calibrate --gpus 2`: each bar's rungs go to one worker of the class-grading cluster, in turn, and
+    the report and the override file are those of timing them one by one (here on a threaded local cluster, the
+    timing replaced by the recorded H100 runs of chapter 1)."""
+    import threading
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from distributed import Client, LocalCluster
+
+    from grader.classgrade import calibrate
+
+    by_label = recorded(RECORD_CH01)
+    ran_on: dict[str, str] = {}
+
+    def fake_time_rung(root, r, runs):
+        ran_on[r.label] = threading.current_thread().name
+        key = r.label.replace("solution's stretch cell", "solution stretch")
+        return Figures(r, by_label[key][:runs])
+
+    @contextmanager
+    def threaded(where):
+        assert where.gpus == 2
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, resources={"GPU": 1},
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
+            yield client
+
+    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
+    monkeypatch.setattr(calibrate, "time_rung", fake_time_rung)
+    monkeypatch.setattr(calibrate, "client_for", threaded)
+    monkeypatch.chdir(ROOT)
+    outputs = {}
+    for gpus in (1, 2):
+        out = tmp_path / f"bars-{gpus}.toml"
+        assert calibrate.run("1", 10, out, gpus=gpus) == 0
+        outputs[gpus] = (out.read_text(), json.loads(out.with_suffix(".json").read_text()), capsys.readouterr().out)
+    assert outputs[1][0] == outputs[2][0]                       # the same proposals
+    assert outputs[1][1]["bars"] == outputs[2][1]["bars"] and outputs[2][1]["gpus"] == 2
+    assert "2 GPUs side by side" in outputs[2][2] and "of GPU time" in outputs[2][2]
+    one_b = [label for label in ran_on if label.startswith("1b ")]
+    assert len(one_b) == 2 and len({ran_on[label] for label in one_b}) == 1   # a bar's rungs on one worker
+
+
+def test_calibrate_refuses_a_number_of_gpus_below_one():
+    from grader.classgrade import calibrate
+    from grader.errors import LadderError
+
+    with pytest.raises(LadderError, match="--gpus takes a number of GPUs of at least 1"):
+        calibrate.run("1", 10, Path("unused.toml"), gpus=0)

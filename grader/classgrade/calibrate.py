@@ -1,0 +1,152 @@
+"""`ladder calibrate`: time every recorded rung (grader/rungs.toml) on this machine's GPUs, say per bar whether
+the current bar separates the rungs, propose bars, and write them as a bars override file.
+
+On one GPU the rungs are timed in turn in this process's isolated verifiers (grader.notebooks.calibrate). With
+`--gpus N` each bar's rungs go to one worker of the class-grading cluster (grader.classgrade.cluster: dask-cuda,
+one worker pinned to each GPU, one task at a time), so that N bars are timed at once, each on a GPU of its own,
+as N students are graded. Either way every rung is timed by the same check, and a bar's rungs always on one GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..cuda.gpu import arch_here, gpu_info, versions
+from ..errors import LadderError
+from ..harness.bars import bar_for
+from ..harness.calibration import Figures, Proposal, Rung, override_toml, propose, report
+from ..notebooks.calibrate import rungs_named, time_rung
+from ..notebooks.course import repo_root
+from .cluster import RESOURCE, Where, client_for
+
+
+@dataclass
+class Timed:
+    """One rung's outcome: its figures, or why it could not be timed, and the seconds it took."""
+    rung: Rung
+    figures: Figures | None
+    untimed: str | None
+    seconds: float
+
+
+def time_bar(root: Path, rungs: list[Rung], runs: int) -> list[Timed]:
+    """Every rung of one bar, in turn, on this process's GPU (a Dask worker's, with --gpus)."""
+    saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if saved:
+        # dask-cuda lists every GPU, the worker's own first: the checks see only that one, as a graded
+        # student's do (grader.classgrade.task), so that none starts CUDA on, or times beside, another bar's GPU.
+        os.environ["CUDA_VISIBLE_DEVICES"] = saved.split(",")[0].strip()
+    try:
+        done = []
+        for rung in rungs:
+            began = time.perf_counter()
+            try:
+                done.append(Timed(rung, time_rung(root, rung, runs), None, time.perf_counter() - began))
+            except LadderError as exc:   # a rung this GPU cannot run (memory, architecture) leaves its bar to the rest
+                done.append(Timed(rung, None, str(exc), time.perf_counter() - began))
+        return done
+    finally:
+        if saved is not None:
+            os.environ["CUDA_VISIBLE_DEVICES"] = saved
+
+
+def rung_line(t: Timed, runs: int) -> str:
+    """The line printed as a rung finishes, so that a run cut short keeps what it measured."""
+    f, r = t.figures, t.rung
+    if f is None:
+        return f"{r.bar} {r.expect} {r.label}: not timed ({t.untimed})"
+    return (f"{r.bar} {r.expect} {r.label}: {f.spread()}"
+            + (f"; by the events where it ran {min(f.event_speedups):.3f}-{max(f.event_speedups):.3f}x"
+               if f.event_speedups else "")
+            + (f"; untraced/traced {min(f.traced_ratios):.3f}-{max(f.traced_ratios):.3f}" if f.traced_ratios else "")
+            + (f"; {min(f.rounds)}-{max(f.rounds)} timing rounds, {min(f.timing_s):.1f}-{max(f.timing_s):.1f} s a run "
+               f"of {t.seconds / runs:.1f} s" if f.rounds else ""))
+
+
+def _by_bar(wanted: list[Rung]) -> list[list[Rung]]:
+    groups: dict[str, list[Rung]] = {}
+    for rung in wanted:
+        groups.setdefault(rung.bar, []).append(rung)
+    return list(groups.values())
+
+
+def _timed(root: Path, wanted: list[Rung], runs: int, gpus: int) -> list[Timed]:
+    """Every rung timed, in the table's order, each line printed as its rung (one GPU) or bar (several) ends."""
+    from tqdm import tqdm
+
+    found: list[Timed] = []
+    with tqdm(total=len(wanted), desc="ladder calibrate", unit="rung", file=sys.stderr) as bar:
+        if gpus == 1:
+            for rung in wanted:
+                bar.set_postfix_str(rung.label[:50])
+                found += time_bar(root, [rung], runs)
+                tqdm.write(rung_line(found[-1], runs), file=sys.stdout)
+                bar.update(1)
+        else:
+            from distributed import as_completed
+
+            with client_for(Where(gpus=gpus)) as client:
+                # one task a bar, pure=False: two calibrations of the same bar are two measurements
+                futures = [client.submit(time_bar, root, group, runs, resources=RESOURCE, pure=False,
+                                         key=f"calibrate-{group[0].bar}-{i}") for i, group in enumerate(_by_bar(wanted))]
+                for future in as_completed(futures):
+                    for timed in future.result():
+                        found.append(timed)
+                        tqdm.write(rung_line(timed, runs), file=sys.stdout)
+                        bar.update(1)
+    order = {rung: i for i, rung in enumerate(wanted)}   # the table's order, whichever GPU finished first
+    return sorted(found, key=lambda t: order[t.rung])
+
+
+def run(chapters: str | None, runs: int, out: Path, bars: str | None = None, gpus: int = 1) -> int:
+    if runs < 1:
+        raise LadderError("--runs takes a number of at least 1")
+    if gpus < 1:
+        raise LadderError("--gpus takes a number of GPUs of at least 1")
+    wanted = rungs_named(chapters, bars)   # a wrong --chapters or --bars is said before anything else
+    info = gpu_info()
+    if info is None:
+        raise LadderError("calibrating times kernels on a GPU, and this machine has none: run `ladder calibrate` "
+                          "on a machine with the GPU your class will be graded on")
+    arch = arch_here().name
+    start = time.perf_counter()
+    timed = _timed(repo_root(), wanted, runs, gpus)
+    wall = time.perf_counter() - start
+    figures: dict[str, list[Figures]] = {r.bar: [] for r in wanted}
+    per_chapter: dict[str, float] = defaultdict(float)
+    for t in timed:
+        if t.figures is not None:
+            figures[t.rung.bar].append(t.figures)
+        per_chapter[t.rung.chapter] += t.seconds
+    untimed = [t.untimed for t in timed if t.untimed]
+    proposals: list[Proposal] = [propose(bar_for(key), found) for key, found in figures.items()]
+    gpu = f"{info.name} ({arch})"
+    where = f"{gpus} GPUs side by side, " if gpus > 1 else ""
+    print(f"{gpu}: {runs} runs a rung, {where}{wall:.0f} s in all "
+          f"({', '.join(f'{c} {s:.0f} s' for c, s in per_chapter.items())}{' of GPU time' if gpus > 1 else ''})\n")
+    for p in proposals:
+        print(report(p) + "\n")
+    out.write_text(override_toml(proposals, arch, gpu, runs))
+    record = out.with_suffix(".json")
+    record.write_text(json.dumps({
+        "gpu": info.name, "arch": arch, "versions": versions(), "runs": runs, "gpus": gpus,
+        "date": time.strftime("%Y-%m-%d"),
+        "seconds": {"all": round(wall, 1), **{c: round(s, 1) for c, s in per_chapter.items()}},
+        "bars": [{"key": p.key, "bar": p.current.bar, "separates": p.separates, "proposed": p.proposed,
+                  "why_none": p.why_none,
+                  "rungs": [{"label": f.rung.label, "expect": f.rung.expect, "speedups": list(f.speedups),
+                             "event_speedups": list(f.event_speedups), "traced_ratios": list(f.traced_ratios),
+                             "rounds": list(f.rounds), "timing_s": list(f.timing_s)}
+                            for f in p.figures]} for p in proposals]}, indent=1))
+    for reason in untimed:
+        print(f"not timed: {reason}")
+    held = [p.key for p in proposals if p.separates]
+    print(f"The current bars separate the rungs of {len(held)} of {len(proposals)} bars on this GPU. Proposed bars: "
+          f"{out} (use it with `ladder grade --bars {out}`); every run's figures: {record}")
+    return 0 if len(held) == len(proposals) and not untimed else 1
