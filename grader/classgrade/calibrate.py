@@ -93,10 +93,16 @@ def _timed(root: Path, wanted: list[Rung], runs: int, gpus: int) -> list[Timed]:
 
             with client_for(Where(gpus=gpus)) as client:
                 # one task a bar, pure=False: two calibrations of the same bar are two measurements
-                futures = [client.submit(time_bar, root, group, runs, resources=RESOURCE, pure=False,
-                                         key=f"calibrate-{group[0].bar}-{i}") for i, group in enumerate(_by_bar(wanted))]
+                groups = {f"calibrate-{group[0].bar}-{i}": group for i, group in enumerate(_by_bar(wanted))}
+                futures = [client.submit(time_bar, root, group, runs, resources=RESOURCE, pure=False, key=key)
+                           for key, group in groups.items()]
                 for future in as_completed(futures):
-                    for timed in future.result():
+                    try:
+                        done = future.result()
+                    except Exception as exc:   # noqa: BLE001 - a worker lost past its retries: that bar alone is untimed
+                        done = [Timed(r, None, f"rung {r.label!r}: its GPU's worker was lost "
+                                               f"({type(exc).__name__}: {exc})", 0.0) for r in groups[future.key]]
+                    for timed in done:
                         found.append(timed)
                         tqdm.write(rung_line(timed, runs), file=sys.stdout)
                         bar.update(1)

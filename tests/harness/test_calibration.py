@@ -248,3 +248,35 @@ def test_calibrate_refuses_a_number_of_gpus_below_one():
 
     with pytest.raises(LadderError, match="--gpus takes a number of GPUs of at least 1"):
         calibrate.run("1", 10, Path("unused.toml"), gpus=0)
+
+
+def test_a_bar_whose_worker_is_lost_is_untimed_and_the_others_still_report(tmp_path, monkeypatch, capsys):
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from distributed import Client, LocalCluster
+
+    from grader.classgrade import calibrate
+
+    by_label = recorded(RECORD_CH01)
+
+    def fake_time_rung(root, r, runs):
+        if r.bar == "1b":
+            raise RuntimeError("the worker died")   # not a LadderError: what a lost worker gives back
+        return Figures(r, by_label[r.label.replace("solution's stretch cell", "solution stretch")][:runs])
+
+    @contextmanager
+    def threaded(where):
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, resources={"GPU": 1},
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
+            yield client
+
+    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
+    monkeypatch.setattr(calibrate, "time_rung", fake_time_rung)
+    monkeypatch.setattr(calibrate, "client_for", threaded)
+    monkeypatch.chdir(ROOT)
+    assert calibrate.run("1", 10, tmp_path / "bars.toml", gpus=2) == 1
+    printed = capsys.readouterr().out
+    assert "1a: bar 0.70x (grader/bars.toml) separates the rungs on this GPU" in printed
+    assert "its GPU's worker was lost (RuntimeError: the worker died)" in printed
