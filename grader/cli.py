@@ -487,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "separated by commas; default: every bar of the chapters)")
     cal.add_argument("--runs", type=int, default=10, help="timed runs of each rung (default 10)")
     cal.add_argument("--gpus", type=int, default=1,
-                     help="time N bars at once, each on a GPU of its own (dask-cuda, as `ladder grade --gpus`; "
+                     help="time N rungs at once, each on a GPU of its own (dask-cuda, as `ladder grade --gpus`; "
                           "default 1: in turn, on this process's GPU)")
     cal.add_argument("--out", default="bars-override.toml",
                      help="the bars override file to write (default bars-override.toml; every run's figures go "

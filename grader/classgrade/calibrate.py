@@ -2,9 +2,11 @@
 the current bar separates the rungs, propose bars, and write them as a bars override file.
 
 On one GPU the rungs are timed in turn in this process's isolated verifiers (grader.notebooks.calibrate). With
-`--gpus N` each bar's rungs go to one worker of the class-grading cluster (grader.classgrade.cluster: dask-cuda,
-one worker pinned to each GPU, one task at a time), so that N bars are timed at once, each on a GPU of its own,
-as N students are graded. Either way every rung is timed by the same check, and a bar's rungs always on one GPU.
+`--gpus N` each rung is one task of the class-grading cluster (grader.classgrade.cluster: dask-cuda, one worker
+pinned to each GPU, one task at a time), so that N rungs are timed at once, each on a GPU of its own, as N
+students are graded. Either way every rung is timed by the same check, its ratios to torch measured in that
+check on that GPU; a bar holds only where every rung is judged as it expects on whichever GPU timed it, as a
+class's students are graded on whichever GPU is free.
 """
 
 from __future__ import annotations
@@ -35,12 +37,12 @@ class Timed:
     seconds: float
 
 
-def time_bar(root: Path, rungs: list[Rung], runs: int) -> list[Timed]:
-    """Every rung of one bar, in turn, on this process's GPU (a Dask worker's, with --gpus)."""
+def time_rungs(root: Path, rungs: list[Rung], runs: int) -> list[Timed]:
+    """The rungs, in turn, on this process's GPU (a Dask worker's, with --gpus)."""
     saved = os.environ.get("CUDA_VISIBLE_DEVICES")
     if saved:
         # dask-cuda lists every GPU, the worker's own first: the checks see only that one, as a graded
-        # student's do (grader.classgrade.task), so that none starts CUDA on, or times beside, another bar's GPU.
+        # student's do (grader.classgrade.task), so that none starts CUDA on, or times beside, another rung's GPU.
         os.environ["CUDA_VISIBLE_DEVICES"] = saved.split(",")[0].strip()
     try:
         done = []
@@ -69,15 +71,8 @@ def rung_line(t: Timed, runs: int) -> str:
                f"of {t.seconds / runs:.1f} s" if f.rounds else ""))
 
 
-def _by_bar(wanted: list[Rung]) -> list[list[Rung]]:
-    groups: dict[str, list[Rung]] = {}
-    for rung in wanted:
-        groups.setdefault(rung.bar, []).append(rung)
-    return list(groups.values())
-
-
 def _timed(root: Path, wanted: list[Rung], runs: int, gpus: int) -> list[Timed]:
-    """Every rung timed, in the table's order, each line printed as its rung (one GPU) or bar (several) ends."""
+    """Every rung timed, returned in the table's order, each line printed as its rung ends."""
     from tqdm import tqdm
 
     found: list[Timed] = []
@@ -85,21 +80,22 @@ def _timed(root: Path, wanted: list[Rung], runs: int, gpus: int) -> list[Timed]:
         if gpus == 1:
             for rung in wanted:
                 bar.set_postfix_str(rung.label[:50])
-                found += time_bar(root, [rung], runs)
+                found += time_rungs(root, [rung], runs)
                 tqdm.write(rung_line(found[-1], runs), file=sys.stdout)
                 bar.update(1)
         else:
             from distributed import as_completed
 
             with client_for(Where(gpus=gpus)) as client:
-                # one task a bar, pure=False: two calibrations of the same bar are two measurements
-                groups = {f"calibrate-{group[0].bar}-{i}": group for i, group in enumerate(_by_bar(wanted))}
-                futures = [client.submit(time_bar, root, group, runs, resources=RESOURCE, pure=False, key=key)
+                # one task a rung, so that the longest task is one rung (a bar of five took 12 minutes on an H200);
+                # pure=False: two calibrations of the same rung are two measurements
+                groups = {f"calibrate-{i}-{rung.bar}": [rung] for i, rung in enumerate(wanted)}
+                futures = [client.submit(time_rungs, root, group, runs, resources=RESOURCE, pure=False, key=key)
                            for key, group in groups.items()]
                 for future in as_completed(futures):
                     try:
                         done = future.result()
-                    except Exception as exc:   # noqa: BLE001 - a worker lost past its retries: that bar alone is untimed
+                    except Exception as exc:   # noqa: BLE001 - a worker lost past its retries: that rung alone is untimed
                         done = [Timed(r, None, f"rung {r.label!r}: its GPU's worker was lost "
                                                f"({type(exc).__name__}: {exc})", 0.0) for r in groups[future.key]]
                     for timed in done:
