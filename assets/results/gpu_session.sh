@@ -8,7 +8,8 @@
 #   env                      (sourced: `source assets/results/gpu_session.sh env "$OUT"`) only the set-up
 #                            above, in the calling shell, to run a record's own script by hand
 #   calibrate CHAPTERS       `ladder calibrate --chapters CHAPTERS --runs ${RUNS:-10}` (e.g. 1,5; "" for all;
-#                            BARS=5a,5b for --bars, GPUS=4 for --gpus 4, which needs .whl-dask),
+#                            BARS=5a,5b for --bars, GPUS=4 for --gpus 4, which needs .whl-dask; CALIBRATE_S
+#                            stops it after that many seconds),
 #                            timed: OUT/bars-override.toml, .json, calibrate.txt, time.txt (calibration/)
 #   lanes LANE...            several of the steps below side by side, one GPU each, time-boxed (its comment
 #                            says how): `ladder calibrate` by bars and the exploit entries, for machines of 2+ GPUs
@@ -82,7 +83,9 @@ case "$step" in
   calibrate)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/nvidia-smi.txt"
     start=$(date +%s.%N)
-    python3 -m grader.cli calibrate ${1:+--chapters "$1"} ${BARS:+--bars "$BARS"} ${GPUS:+--gpus "$GPUS"} --runs "${RUNS:-10}" --out "$out/bars-override.toml" \
+    # CALIBRATE_S: stop in time for the records to come back from a device call (the rungs finished are printed)
+    timeout "${CALIBRATE_S:-86400}" python3 -m grader.cli calibrate ${1:+--chapters "$1"} ${BARS:+--bars "$BARS"} \
+      ${GPUS:+--gpus "$GPUS"} --runs "${RUNS:-10}" --out "$out/bars-override.toml" \
       2>"$out/progress.txt" | tee "$out/calibrate.txt" || rc=1
     echo "chapters=${1:-all} runs=${RUNS:-10} wall_s=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")" \
       | tee "$out/time.txt"
