@@ -87,7 +87,8 @@ def _timed(root: Path, wanted: list[Rung], runs: int, gpus: int) -> list[Timed]:
             from distributed import as_completed
 
             with client_for(Where(gpus=gpus)) as client:
-                # one task a rung, so that the longest task is one rung (bar 4 had timed three of its five rungs in 9 minutes on an H200);
+                # one task a rung, so that the longest task is one rung (bar 4 had timed three of its five rungs
+                # in 9 minutes on an H200);
                 # pure=False: two calibrations of the same rung are two measurements
                 groups = {f"calibrate-{i}-{rung.bar}": [rung] for i, rung in enumerate(wanted)}
                 futures = [client.submit(time_rungs, root, group, runs, resources=RESOURCE, pure=False, key=key)
