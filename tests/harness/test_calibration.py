@@ -198,27 +198,16 @@ def test_a_report_rung_is_timed_and_printed_but_judged_by_no_bar():
     assert "report  8b unfused kernels" in text and "10/10 at or above 1.10x (reported; the bar does not judge it)" in text
 
 
-def test_with_several_gpus_each_rung_is_one_task_and_the_figures_are_the_same(tmp_path, monkeypatch, capsys):
-    """`ladder calibrate --gpus 2`: each rung is one task of the class-grading cluster, and the report and the
-    override file are those of timing them one by one (here on a threaded local cluster, the timing replaced by
-    the recorded H100 runs of chapter 1)."""
-    import threading
-    import time
+@pytest.fixture
+def calibrate_on_an_h100(monkeypatch):
+    """grader.classgrade.calibrate as on an H100, its --gpus cluster a threaded local one of two workers (the
+    timing is each test's own replacement of time_rung)."""
     from contextlib import contextmanager
     from types import SimpleNamespace
 
     from distributed import Client, LocalCluster
 
     from grader.classgrade import calibrate
-
-    by_label = recorded(RECORD_CH01)
-    ran_on: dict[str, str] = {}
-
-    def fake_time_rung(root, r, runs):
-        ran_on[r.label] = threading.current_thread().name
-        time.sleep(0.2)   # long enough that the second worker takes a rung while the first is busy
-        key = r.label.replace("solution's stretch cell", "solution stretch")
-        return Figures(r, by_label[key][:runs])
 
     @contextmanager
     def threaded(where):
@@ -229,9 +218,33 @@ def test_with_several_gpus_each_rung_is_one_task_and_the_figures_are_the_same(tm
 
     monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
     monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
-    monkeypatch.setattr(calibrate, "time_rung", fake_time_rung)
     monkeypatch.setattr(calibrate, "client_for", threaded)
     monkeypatch.chdir(ROOT)
+    return calibrate
+
+
+def recorded_ch01_figures(r: Rung, runs: int) -> Figures:
+    """A chapter-1 rung's figures from the recorded H100 runs, in place of timing it."""
+    return Figures(r, recorded(RECORD_CH01)[r.label.replace("solution's stretch cell", "solution stretch")][:runs])
+
+
+def test_with_several_gpus_each_rung_is_one_task_and_the_figures_are_the_same(tmp_path, monkeypatch, capsys,
+                                                                              calibrate_on_an_h100):
+    """`ladder calibrate --gpus 2`: each rung is one task of the class-grading cluster, and the report and the
+    override file are those of timing them one by one (the timing replaced by the recorded H100 runs of
+    chapter 1)."""
+    import threading
+    import time
+
+    calibrate = calibrate_on_an_h100
+    ran_on: dict[str, str] = {}
+
+    def fake_time_rung(root, r, runs):
+        ran_on[r.label] = threading.current_thread().name
+        time.sleep(0.2)   # long enough that the second worker takes a rung while the first is busy
+        return recorded_ch01_figures(r, runs)
+
+    monkeypatch.setattr(calibrate, "time_rung", fake_time_rung)
     outputs = {}
     for gpus in (1, 2):
         out = tmp_path / f"bars-{gpus}.toml"
@@ -251,32 +264,16 @@ def test_calibrate_refuses_a_number_of_gpus_below_one():
         calibrate.run("1", 10, Path("unused.toml"), gpus=0)
 
 
-def test_a_rung_whose_worker_is_lost_is_untimed_and_the_others_still_report(tmp_path, monkeypatch, capsys):
-    from contextlib import contextmanager
-    from types import SimpleNamespace
-
-    from distributed import Client, LocalCluster
-
-    from grader.classgrade import calibrate
-
-    by_label = recorded(RECORD_CH01)
+def test_a_rung_whose_worker_is_lost_is_untimed_and_the_others_still_report(tmp_path, monkeypatch, capsys,
+                                                                           calibrate_on_an_h100):
+    calibrate = calibrate_on_an_h100
 
     def fake_time_rung(root, r, runs):
         if r.bar == "1b":
             raise RuntimeError("the worker died")   # not a LadderError: what a lost worker gives back
-        return Figures(r, by_label[r.label.replace("solution's stretch cell", "solution stretch")][:runs])
+        return recorded_ch01_figures(r, runs)
 
-    @contextmanager
-    def threaded(where):
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, resources={"GPU": 1},
-                          dashboard_address=":0") as cluster, Client(cluster) as client:
-            yield client
-
-    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
-    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
     monkeypatch.setattr(calibrate, "time_rung", fake_time_rung)
-    monkeypatch.setattr(calibrate, "client_for", threaded)
-    monkeypatch.chdir(ROOT)
     assert calibrate.run("1", 10, tmp_path / "bars.toml", gpus=2) == 1
     printed = capsys.readouterr().out
     assert "1a: bar 0.70x (grader/bars.toml) separates the rungs on this GPU" in printed
