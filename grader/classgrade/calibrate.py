@@ -12,7 +12,6 @@ class's students are graded on whichever GPU is free.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections import defaultdict
@@ -25,7 +24,7 @@ from ..harness.bars import bar_for
 from ..harness.calibration import Figures, Proposal, Rung, override_toml, propose, report
 from ..notebooks.calibrate import rungs_named, time_rung
 from ..notebooks.course import repo_root
-from .cluster import RESOURCE, Where, client_for
+from .cluster import RESOURCE, Where, client_for, only_own_gpu
 
 
 @dataclass
@@ -37,25 +36,14 @@ class Timed:
     seconds: float
 
 
-def time_rungs(root: Path, rungs: list[Rung], runs: int) -> list[Timed]:
-    """The rungs, in turn, on this process's GPU (a Dask worker's, with --gpus)."""
-    saved = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if saved:
-        # dask-cuda lists every GPU, the worker's own first: the checks see only that one, as a graded
-        # student's do (grader.classgrade.task), so that none starts CUDA on, or times beside, another rung's GPU.
-        os.environ["CUDA_VISIBLE_DEVICES"] = saved.split(",")[0].strip()
-    try:
-        done = []
-        for rung in rungs:
-            began = time.perf_counter()
-            try:
-                done.append(Timed(rung, time_rung(root, rung, runs), None, time.perf_counter() - began))
-            except LadderError as exc:   # a rung this GPU cannot run (memory, architecture) leaves its bar to the rest
-                done.append(Timed(rung, None, str(exc), time.perf_counter() - began))
-        return done
-    finally:
-        if saved is not None:
-            os.environ["CUDA_VISIBLE_DEVICES"] = saved
+def time_one(root: Path, rung: Rung, runs: int) -> Timed:
+    """One rung on this process's GPU (a Dask worker's own, with --gpus, as a graded student's)."""
+    began = time.perf_counter()
+    with only_own_gpu():
+        try:
+            return Timed(rung, time_rung(root, rung, runs), None, time.perf_counter() - began)
+        except LadderError as exc:   # a rung this GPU cannot run (memory, architecture) leaves its bar to the rest
+            return Timed(rung, None, str(exc), time.perf_counter() - began)
 
 
 def rung_line(t: Timed, runs: int) -> str:
@@ -80,7 +68,7 @@ def _timed(root: Path, wanted: list[Rung], runs: int, gpus: int) -> list[Timed]:
         if gpus == 1:
             for rung in wanted:
                 bar.set_postfix_str(rung.label[:50])
-                found += time_rungs(root, [rung], runs)
+                found.append(time_one(root, rung, runs))
                 tqdm.write(rung_line(found[-1], runs), file=sys.stdout)
                 bar.update(1)
         else:
@@ -90,19 +78,19 @@ def _timed(root: Path, wanted: list[Rung], runs: int, gpus: int) -> list[Timed]:
                 # one task a rung, so that the longest task is one rung (bar 4 had timed three of its five rungs
                 # in 9 minutes on an H200);
                 # pure=False: two calibrations of the same rung are two measurements
-                groups = {f"calibrate-{i}-{rung.bar}": [rung] for i, rung in enumerate(wanted)}
-                futures = [client.submit(time_rungs, root, group, runs, resources=RESOURCE, pure=False, key=key)
-                           for key, group in groups.items()]
+                by_key = {f"calibrate-{i}-{rung.bar}": rung for i, rung in enumerate(wanted)}
+                futures = [client.submit(time_one, root, rung, runs, resources=RESOURCE, pure=False, key=key)
+                           for key, rung in by_key.items()]
                 for future in as_completed(futures):
                     try:
-                        done = future.result()
+                        timed = future.result()
                     except Exception as exc:   # noqa: BLE001 - a worker lost past its retries: that rung alone is untimed
-                        done = [Timed(r, None, f"rung {r.label!r}: its GPU's worker was lost "
-                                               f"({type(exc).__name__}: {exc})", 0.0) for r in groups[future.key]]
-                    for timed in done:
-                        found.append(timed)
-                        tqdm.write(rung_line(timed, runs), file=sys.stdout)
-                        bar.update(1)
+                        rung = by_key[future.key]
+                        timed = Timed(rung, None, f"rung {rung.label!r}: its GPU's worker was lost "
+                                                  f"({type(exc).__name__}: {exc})", 0.0)
+                    found.append(timed)
+                    tqdm.write(rung_line(timed, runs), file=sys.stdout)
+                    bar.update(1)
     order = {rung: i for i, rung in enumerate(wanted)}   # the table's order, whichever GPU finished first
     return sorted(found, key=lambda t: order[t.rung])
 

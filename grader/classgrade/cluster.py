@@ -55,6 +55,28 @@ def _need(module: str, extra: str = "class"):
                           f"{module.split('.')[0]}: pip install -e '.[{extra}]'") from None
 
 
+def own_gpu() -> str:
+    """The GPU this process's CUDA work lands on: the first of CUDA_VISIBLE_DEVICES ("" where it is unset).
+    dask-cuda gives each worker the list rotated, its own GPU first."""
+    return os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+
+
+@contextmanager
+def only_own_gpu():
+    """CUDA_VISIBLE_DEVICES narrowed to this worker's own GPU while the block runs, so that the processes it
+    starts (a notebook's kernel, every check's verifier and worker) start no CUDA on the others (each process's
+    CUDA start grows with the GPUs it sees), and code they run cannot reach, or time itself against, another
+    task's GPU."""
+    saved, own = os.environ.get("CUDA_VISIBLE_DEVICES"), own_gpu()
+    if own:
+        os.environ["CUDA_VISIBLE_DEVICES"] = own
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["CUDA_VISIBLE_DEVICES"] = saved
+
+
 def visible_gpus() -> int:
     """GPUs this process may use, from NVML (no CUDA context is made here)."""
     try:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .. import config
 from . import course
+from .cluster import only_own_gpu, own_gpu
 from .identity import grader_sha256
 from .job import StudentJob, StudentResult
 
@@ -49,8 +50,8 @@ _SUSPECT = ("[reason: crashed]", "[reason: timed-out]", "DeadKernelError", "Cell
 def where() -> str:
     """This host, and the GPU this process's CUDA work lands on: the first of CUDA_VISIBLE_DEVICES
     (dask-cuda gives each worker the list rotated, its own GPU first)."""
-    gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-    return socket.gethostname() + (f" GPU {gpus}" if gpus else "")
+    gpu = own_gpu()
+    return socket.gethostname() + (f" GPU {gpu}" if gpu else "")
 
 
 def _scratch() -> Path:
@@ -77,14 +78,8 @@ def _student_environment(job: StudentJob, scratch: Path):
         os.environ["TRITON_CACHE_DIR"] = str(caches / "triton")
         os.environ["CUPY_CACHE_DIR"] = str(caches / "cupy")
         os.environ["TRITON_CACHE_AUTOTUNING"] = "1"
-        own_gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-        if own_gpu:
-            # dask-cuda lists every GPU of the machine, this worker's first: the student's processes (the notebook's
-            # kernel, every check's verifier and worker) see only their own, so that none starts CUDA on the others
-            # (each process's CUDA start grows with the GPUs it sees) and a student's code cannot reach, or time
-            # itself against, another student's GPU.
-            os.environ["CUDA_VISIBLE_DEVICES"] = own_gpu
-        yield caches
+        with only_own_gpu():   # the student's processes see their own GPU only (grader.classgrade.cluster)
+            yield caches
     finally:
         os.environ.clear()
         os.environ.update(saved)
