@@ -139,9 +139,13 @@ class CPUBackend:
             one = fn.timed_batch(1)
             reps = reps_for(self.min_run_time_s * 1e3, one)
             return [fn.timed_batch(reps) / reps for _ in range(3)]
+        import torch
         from torch.utils.benchmark import Timer
 
-        m = Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=self.min_run_time_s)
+        # Timer runs on one thread unless told otherwise; the learner's batches above run on torch's
+        # whole pool, so both sides get the same threads or the comparison measures the pool.
+        m = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads()).blocked_autorange(
+            min_run_time=self.min_run_time_s)
         return [t * 1e3 for t in m.times]
 
     def synchronize(self) -> None:
