@@ -11,7 +11,9 @@ from conftest import ROOT
 
 RESULTS = ROOT / "assets" / "results"
 # What a reader without the project's tracker could not follow: "issue 13", "issue19/", "this session".
-PROCESS_HISTORY = re.compile(r"issue ?[0-9]+|(earlier|this|previous) session|earlier stop", re.IGNORECASE)
+PROCESS_HISTORY = re.compile(
+    r"issue ?[0-9]+|(earlier|later|next|last|first|this|previous) (GPU |H100 |H200 |device )?session"
+    r"|session of [0-9]|(earlier|last|this|previous) stop\b", re.IGNORECASE)
 # This file holds the pattern itself.
 KNOWS_THE_OLD_NAMES = {"tests/test_records.py"}
 SUBJECTS = ("calibration", "class-grading", "exploits", "timing-integrity", "profiles", "notebooks", "consumer-gpus")
@@ -38,9 +40,11 @@ def test_no_tracked_file_names_an_issue_or_a_session():
 
 
 def test_the_pattern_finds_what_it_is_for():
-    for text in ("see issue 13", "assets/results/issue99/x.py", "Issue5", "an earlier session", "this session's"):
+    for text in ("see issue 13", "assets/results/issue99/x.py", "Issue5", "an earlier session", "this session's",
+                 "(session of 2026-11-25)", "the next GPU session", "in a later session", "an earlier stop"):
         assert PROCESS_HISTORY.search(text), text
-    for text in ("the learner's session object", "session = start(chapter=1)", "an issue with the bar"):
+    for text in ("the learner's session object", "session = start(chapter=1)", "an issue with the bar",
+                 "the same session, without printing", "held by a session"):
         assert not PROCESS_HISTORY.search(text), text
 
 

@@ -13,7 +13,7 @@ first) measured 0.876-0.898x torch.mm on an H200 and row-major large tiles 0.864
 (assets/results/README.md), so the grouped order and 128-wide tiles with 3-4 stages carry the speed,
 not the length of the list. Measured: 0.890-0.913x in three sessions
 (tests/submissions/correct/_measure.py, in-process, NVIDIA H200, 2026-11-21), 19% above the bar of
-0.75x; the instructor's solution, timed in the same session as one of them, 0.862-0.876x. On an H100
+0.75x; the instructor's solution, timed on the same machine as one of them, 0.862-0.876x. On an H100
 the autotuner might prefer a configuration dropped here: worth watching there.
 """
 CHAPTER_DIR = "05_triton_matmul"
