@@ -23,6 +23,8 @@ def sqlite_url(workspace: Path) -> str:
 def graded_assignment(workspace: Path, assignment: str | None = None) -> tuple[str, str]:
     """(assignment, notebook file name) of a grading workspace, from its source/ folder; the assignment may be
     left out where the workspace holds one."""
+    if not workspace.is_dir():
+        raise LadderError(f"{workspace}: no such folder (give the folder `ladder grade --workspace` graded in)")
     source = workspace / "source"
     folders = sorted(p.name for p in source.iterdir() if p.is_dir()) if source.is_dir() else []
     if not folders:
