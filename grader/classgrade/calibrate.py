@@ -12,6 +12,7 @@ class's students are graded on whichever GPU is free.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -95,12 +96,27 @@ def _timed(root: Path, wanted: list[Rung], runs: int, gpus: int) -> list[Timed]:
     return sorted(found, key=lambda t: order[t.rung])
 
 
+def _can_write(out: Path) -> None:
+    """Refuse an --out that could not be written once the rungs are timed; make its folder where missing."""
+    if out.is_dir():
+        raise LadderError(f"--out {out} is a folder: give the path of the bars override file to write, "
+                          f"such as {out / 'bars-override.toml'}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LadderError(f"--out {out}: its folder cannot be made ({exc.strerror}): give a path you can write") \
+            from None
+    if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise LadderError(f"--out {out}: not writable here: give a path you can write")
+
+
 def run(chapters: str | None, runs: int, out: Path, bars: str | None = None, gpus: int = 1) -> int:
     if runs < 1:
         raise LadderError("--runs takes a number of at least 1")
     if gpus < 1:
         raise LadderError("--gpus takes a number of GPUs of at least 1")
     wanted = rungs_named(chapters, bars)   # a wrong --chapters or --bars is said before anything else
+    _can_write(out)                        # and a bad --out before an hour of timing, not after it
     info = gpu_info()
     if info is None:
         raise LadderError("calibrating times kernels on a GPU, and this machine has none: run `ladder calibrate` "

@@ -264,6 +264,28 @@ def test_calibrate_refuses_a_number_of_gpus_below_one():
         calibrate.run("1", 10, Path("unused.toml"), gpus=0)
 
 
+def test_an_out_that_cannot_be_written_is_refused_before_any_rung_is_timed(tmp_path, monkeypatch):
+    """On a GPU too: the file is written after the timing, an hour later for the whole course."""
+    from types import SimpleNamespace
+
+    from grader.classgrade import calibrate
+    from grader.errors import LadderError
+
+    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(calibrate, "time_rung", lambda *a: pytest.fail("a rung was timed before --out was checked"))
+    with pytest.raises(LadderError, match=r"--out .* is a folder: give the path of the bars override file"):
+        calibrate.run("1", 10, tmp_path)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    with pytest.raises(LadderError, match=r"its folder cannot be made"):
+        calibrate.run("1", 10, blocked / "bars.toml")
+    nested = tmp_path / "new" / "folder" / "bars.toml"
+    monkeypatch.setattr(calibrate, "_timed", lambda *a: [])   # past the check: nothing timed, the file written
+    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
+    calibrate.run("1", 10, nested)
+    assert nested.is_file() and nested.with_suffix(".json").is_file()
+
+
 def test_a_rung_whose_worker_is_lost_is_untimed_and_the_others_still_report(tmp_path, monkeypatch, capsys,
                                                                            calibrate_on_an_h100):
     calibrate = calibrate_on_an_h100
