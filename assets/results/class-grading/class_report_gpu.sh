@@ -11,7 +11,7 @@
 # the summary `ladder grade` printed, and the GPU's name. After the second call the report covers all 16.
 #
 # Then here, where Debian's Chromium and Playwright are installed (.ci/run, the dev extra):
-#     bash assets/results/class-grading/class_report_gpu.sh shot FILES_AT/report.html assets/results/class-report-h100
+#     bash assets/results/class-grading/class_report_gpu.sh shot FILES_AT/report.html assets/results/class-grading/report-h100
 # which keeps the page and its screenshot (report.png, the whole page) in that folder.
 set -uo pipefail
 part=$1
