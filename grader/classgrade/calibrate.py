@@ -73,9 +73,9 @@ def _timed(root: Path, wanted: list[Rung], runs: int, gpus: int) -> list[Timed]:
                 tqdm.write(rung_line(found[-1], runs), file=sys.stdout)
                 bar.update(1)
         else:
-            from distributed import as_completed
+            with client_for(Where(gpus=gpus)) as client:   # says what to install where Dask is missing
+                from distributed import as_completed
 
-            with client_for(Where(gpus=gpus)) as client:
                 # one task a rung, so that the longest task is one rung (bar 4 had timed three of its five rungs
                 # in 9 minutes on an H200);
                 # pure=False: two calibrations of the same rung are two measurements

@@ -286,6 +286,20 @@ def test_an_out_that_cannot_be_written_is_refused_before_any_rung_is_timed(tmp_p
     assert nested.is_file() and nested.with_suffix(".json").is_file()
 
 
+def test_several_gpus_without_dask_installed_say_what_to_install(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from grader.classgrade import calibrate
+    from grader.errors import LadderError
+
+    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
+    for module in ("dask", "distributed"):
+        monkeypatch.setitem(sys.modules, module, None)   # as if not installed: importing it raises ImportError
+    with pytest.raises(LadderError, match=r"needs dask: pip install -e '\.\[class\]'"):
+        calibrate.run("1", 10, tmp_path / "bars.toml", gpus=2)
+
+
 def test_a_rung_whose_worker_is_lost_is_untimed_and_the_others_still_report(tmp_path, monkeypatch, capsys,
                                                                            calibrate_on_an_h100):
     calibrate = calibrate_on_an_h100
