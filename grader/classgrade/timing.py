@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from ..isolation.hung import ANSWERED_AT_ONCE
+
 
 @dataclass
 class CellTime:
@@ -124,6 +126,7 @@ def student_split(executed: bytes | None, seconds: float, own_cpu_seconds: float
                      checks_at_once=ahead.get("at_once", 1), machine_slots=ahead.get("machine_slots"),
                      hung=list(meta.get("hung", [])),
                      timed_out=[c.name for c in times.cells if _timed_out(nb["cells"][c.index])],
+                     answered_at_once=[c.name for c in times.cells if _answered_at_once(nb["cells"][c.index])],
                      longest=[[c.name, round(c.seconds, 1)] for c in times.top(3)])
         # the rest of the wall time: nbgrader's autograde around the notebook, the kernel's start, the workspace
         split["around_notebook_seconds"] = round(max(0.0, seconds - times.kernel_seconds - times.wait_seconds), 2)
@@ -137,12 +140,22 @@ def _timed_out(cell) -> bool:
                for o in cell.get("outputs", []) if o.get("output_type") == "error")
 
 
+def _answered_at_once(cell) -> bool:
+    """A time-out given at once, without waiting, because the function it calls hung in an earlier check
+    (grader.isolation.hung)."""
+    return any(ANSWERED_AT_ONCE in str(o.get("evalue", "")) for o in cell.get("outputs", [])
+               if o.get("output_type") == "error")
+
+
 def reasons(split: dict) -> list[str]:
     """Why a student took long, in words, from their split: hung, compiled or autotuned much, waited for CPUs."""
     out = []
     if split.get("hung") or split.get("timed_out"):
         names = ", ".join(split.get("hung") or []) or "a cell"
-        out.append(f"hung ({names}; {len(split.get('timed_out', []))} cell(s) timed out)")
+        at_once = len(split.get("answered_at_once", []))
+        waited = len(split.get("timed_out", [])) - at_once
+        out.append(f"hung ({names}; {waited} cell(s) waited out the time limit"
+                   + (f", {at_once} more failed at once as timed out)" if at_once else ")"))
     if split.get("compiled_kernels"):
         out.append(f"compiled {split['compiled_kernels']} kernel(s)")
     if split.get("autotune_results"):

@@ -10,6 +10,7 @@ def test_the_summary_gives_each_gpu_s_busy_fraction_and_the_longest_students_wit
         return StudentGrade(student, 15.0, 15.0, {}, None, seconds=seconds, worker=worker, started=started, split=split)
 
     grades = [graded("hanger", "vm GPU 0", 1000.0, 100.0, {"hung": ["add"], "timed_out": ["1a-hidden", "1a-speed"],
+                                                           "answered_at_once": ["1a-speed"],
                                                            "longest": [["1a-hidden", 25.04]]}),
               graded("alice", "vm GPU 1", 1000.0, 40.0, {"compiled_kernels": 3, "autotune_results": 2}),
               graded("bob", "vm GPU 1", 1040.0, 40.0, {"slot_wait_seconds": 6.2}),
@@ -20,6 +21,6 @@ def test_the_summary_gives_each_gpu_s_busy_fraction_and_the_longest_students_wit
     assert "busy  80.0%" in text                          # the other waited 20 s at the end
     lines = text.splitlines()
     longest = lines[lines.index("  longest students:") + 1:]
-    assert longest[0].split()[0] == "hanger" and "hung (add; 2 cell(s) timed out)" in longest[0]
+    assert longest[0].split()[0] == "hanger" and "hung (add; 1 cell(s) waited out the time limit, 1 more failed at once as timed out)" in longest[0]
     assert "compiled 3 kernel(s)" in text and "autotuned 2 kernel(s)" in text
     assert "waited 6 s for the machine's CPUs" in text

@@ -43,3 +43,13 @@ def test_a_hanging_student_costs_one_time_limit_then_immediate_verdicts(tmp_path
         assert "timed out in an earlier check" in errors[gid][0], errors[gid][0]
         assert cells[gid].metadata["ladder"]["check_seconds"] < LIMIT_S, cells[gid].metadata["ladder"]
     assert nb.metadata["ladder"]["hung"] == ["spin"]
+
+    # The class summary counts the one limit waited out apart from the verdicts given at once.
+    import nbformat
+
+    from grader.classgrade.timing import reasons, student_split
+
+    split = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
+    assert split["timed_out"] == ["spin-visible", "spin-hidden", "spin-speed"], split
+    assert split["answered_at_once"] == ["spin-hidden", "spin-speed"], split
+    assert "hung (spin; 1 cell(s) waited out the time limit, 2 more failed at once as timed out)" in reasons(split)
