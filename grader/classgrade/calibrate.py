@@ -85,7 +85,8 @@ def _timed(root: Path, wanted: list[Rung], runs: int, gpus: int) -> list[Timed]:
                 for future in as_completed(futures):
                     try:
                         timed = future.result()
-                    except Exception as exc:   # noqa: BLE001 - a worker lost past its retries: that rung alone is untimed
+                    except Exception as exc:   # noqa: BLE001
+                        # a worker lost past its retries: that rung alone is untimed
                         rung = by_key[future.key]
                         timed = Timed(rung, None, f"rung {rung.label!r}: its GPU's worker was lost "
                                                   f"({type(exc).__name__}: {exc})", 0.0)

@@ -48,8 +48,7 @@ _SUSPECT = ("[reason: crashed]", "[reason: timed-out]", "DeadKernelError", "Cell
 
 
 def where() -> str:
-    """This host, and the GPU this process's CUDA work lands on: the first of CUDA_VISIBLE_DEVICES
-    (dask-cuda gives each worker the list rotated, its own GPU first)."""
+    """This host, and the GPU this process's CUDA work lands on (grader.classgrade.cluster.own_gpu)."""
     gpu = own_gpu()
     return socket.gethostname() + (f" GPU {gpu}" if gpu else "")
 

@@ -135,16 +135,19 @@ def student_split(executed: bytes | None, seconds: float, own_cpu_seconds: float
     return split
 
 
+def _errors(cell) -> list[dict]:
+    return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
 def _timed_out(cell) -> bool:
     return any("[reason: timed-out]" in str(o.get("evalue", "")) or o.get("ename") == "CellTimeoutError"
-               for o in cell.get("outputs", []) if o.get("output_type") == "error")
+               for o in _errors(cell))
 
 
 def _answered_at_once(cell) -> bool:
     """A time-out given at once, without waiting, because the function it calls hung in an earlier check
     (grader.isolation.hung)."""
-    return any(ANSWERED_AT_ONCE in str(o.get("evalue", "")) for o in cell.get("outputs", [])
-               if o.get("output_type") == "error")
+    return any(ANSWERED_AT_ONCE in str(o.get("evalue", "")) for o in _errors(cell))
 
 
 def reasons(split: dict) -> list[str]:

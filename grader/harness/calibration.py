@@ -11,8 +11,8 @@ The rule a proposal follows (docs/instructors.md, "Calibrating the bars on your 
   not gradable there (grader.harness.feasibility scores such a cell by the instructor's policy).
 - A bar with no rung below (a stretch goal) is proposed MARGIN under the solution's worst run.
 
-Timing happens elsewhere (grader.notebooks.calibrate, grader.classgrade.calibrate): this module only does the arithmetic, so that the
-CPU tests can check it on recorded figures.
+Timing happens elsewhere (grader.notebooks.calibrate, grader.classgrade.calibrate): this module only does
+the arithmetic, so that the CPU tests can check it on recorded figures.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ def refuse_if_hung(name: str, what: str) -> None:
     """Fail at once, as a time-out, if the learner's `name` hung in an earlier check of this run."""
     if name in hung_functions():
         raise CheckTimedOut(
-            f"{what}: not run, because your `{name}` {ANSWERED_AT_ONCE} and was stopped there; it is counted as timed out here too without waiting out the limit again. Fix the "
+            f"{what}: not run, because your `{name}` {ANSWERED_AT_ONCE} and was stopped there; it is counted "
+            "as timed out here too without waiting out the limit again. Fix the "
             "hang (a loop that never ends, a launch far larger than intended) and every check that calls it "
             "runs again.")
 

@@ -80,7 +80,8 @@ def time_rung(root: Path, rung: Rung, runs: int) -> Figures:
     return Figures(rung, tuple(round(r.speedup, 4) for r in results),
                    tuple(round(r.baseline_ms / r.events_ms, 4) for r in results if r.events_ms),
                    tuple(round(b["untraced_ms"] / b["busy_ms"], 4) for b in bounds if b.get("busy_ms")),
-                   tuple(r.comparison.rounds for r in results), tuple(round(r.comparison.elapsed_s, 2) for r in results))
+                   tuple(r.comparison.rounds for r in results),
+                   tuple(round(r.comparison.elapsed_s, 2) for r in results))
 
 
 def rungs_named(chapters: str | None, bars: str | None) -> list[Rung]:

@@ -129,21 +129,16 @@ def test_without_a_gpu_the_command_says_it_needs_one():
     assert "GPU" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_the_command_reports_and_writes_chapter_1_from_the_recorded_h100_figures(tmp_path, monkeypatch, capsys):
+def test_the_command_reports_and_writes_chapter_1_from_the_recorded_h100_figures(tmp_path, monkeypatch, capsys,
+                                                                                fake_h100):
     """`ladder calibrate --chapters 1` end to end, the timing replaced by the recorded H100 runs."""
-    from types import SimpleNamespace
-
-    from grader.classgrade import calibrate
-
+    calibrate = fake_h100
     by_label = recorded(RECORD_CH01)
     runs_of = {"1a one element per thread (naive_1a)": "1a one element per thread (naive_1a)",
                "1a float4 grid-stride (solution's stretch cell)": "1a float4 grid-stride (solution stretch)",
                "1b fused, one kernel (solution)": "1b fused, one kernel (solution)",
                "1b three kernels (three_kernels_1b)": "1b three kernels (three_kernels_1b)"}
-    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
-    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
     monkeypatch.setattr(calibrate, "time_rung", lambda root, r, runs: Figures(r, by_label[runs_of[r.label]][:runs]))
-    monkeypatch.chdir(ROOT)
     out = tmp_path / "bars-h100.toml"
     assert calibrate.run("1", 10, out) == 0            # every current bar of chapter 1 separates its rungs
     printed = capsys.readouterr().out
@@ -199,15 +194,26 @@ def test_a_report_rung_is_timed_and_printed_but_judged_by_no_bar():
 
 
 @pytest.fixture
-def calibrate_on_an_h100(monkeypatch):
-    """grader.classgrade.calibrate as on an H100, its --gpus cluster a threaded local one of two workers (the
-    timing is each test's own replacement of time_rung)."""
-    from contextlib import contextmanager
+def fake_h100(monkeypatch):
+    """grader.classgrade.calibrate as on an H100 (the timing is each test's own replacement of time_rung)."""
     from types import SimpleNamespace
+
+    from grader.classgrade import calibrate
+
+    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
+    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
+    monkeypatch.chdir(ROOT)
+    return calibrate
+
+
+@pytest.fixture
+def calibrate_on_an_h100(monkeypatch, fake_h100):
+    """The same, its --gpus cluster a threaded local one of two workers."""
+    from contextlib import contextmanager
 
     from distributed import Client, LocalCluster
 
-    from grader.classgrade import calibrate
+    calibrate = fake_h100
 
     @contextmanager
     def threaded(where):
@@ -216,10 +222,7 @@ def calibrate_on_an_h100(monkeypatch):
                           dashboard_address=":0") as cluster, Client(cluster) as client:
             yield client
 
-    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
-    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
     monkeypatch.setattr(calibrate, "client_for", threaded)
-    monkeypatch.chdir(ROOT)
     return calibrate
 
 
@@ -264,14 +267,11 @@ def test_calibrate_refuses_a_number_of_gpus_below_one():
         calibrate.run("1", 10, Path("unused.toml"), gpus=0)
 
 
-def test_an_out_that_cannot_be_written_is_refused_before_any_rung_is_timed(tmp_path, monkeypatch):
+def test_an_out_that_cannot_be_written_is_refused_before_any_rung_is_timed(tmp_path, monkeypatch, fake_h100):
     """On a GPU too: the file is written after the timing, an hour later for the whole course."""
-    from types import SimpleNamespace
-
-    from grader.classgrade import calibrate
     from grader.errors import LadderError
 
-    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
+    calibrate = fake_h100
     monkeypatch.setattr(calibrate, "time_rung", lambda *a: pytest.fail("a rung was timed before --out was checked"))
     with pytest.raises(LadderError, match=r"--out .* is a folder: give the path of the bars override file"):
         calibrate.run("1", 10, tmp_path)
@@ -281,19 +281,14 @@ def test_an_out_that_cannot_be_written_is_refused_before_any_rung_is_timed(tmp_p
         calibrate.run("1", 10, blocked / "bars.toml")
     nested = tmp_path / "new" / "folder" / "bars.toml"
     monkeypatch.setattr(calibrate, "_timed", lambda *a: [])   # past the check: nothing timed, the file written
-    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
     calibrate.run("1", 10, nested)
     assert nested.is_file() and nested.with_suffix(".json").is_file()
 
 
-def test_several_gpus_without_dask_installed_say_what_to_install(tmp_path, monkeypatch):
-    from types import SimpleNamespace
-
-    from grader.classgrade import calibrate
+def test_several_gpus_without_dask_installed_say_what_to_install(tmp_path, monkeypatch, fake_h100):
     from grader.errors import LadderError
 
-    monkeypatch.setattr(calibrate, "gpu_info", lambda: SimpleNamespace(name="NVIDIA H100 80GB HBM3"))
-    monkeypatch.setattr(calibrate, "arch_here", lambda: archs.by_name("sm_90"))
+    calibrate = fake_h100
     for module in ("dask", "distributed"):
         monkeypatch.setitem(sys.modules, module, None)   # as if not installed: importing it raises ImportError
     with pytest.raises(LadderError, match=r"needs dask: pip install -e '\.\[class\]'"):
