@@ -56,12 +56,12 @@ def test_every_record_is_filed_by_subject_and_every_reference_follows():
 
 
 def test_every_script_in_the_records_is_run_by_something():
-    """A script under assets/results/ is a step of gpu_session.sh, loaded by a test, or a module such a
+    """A script under assets/results/ is a step of gpu_measure.sh, loaded by a test, or a module such a
     script imports; one nothing runs is an investigation that is over: what it found goes in a README."""
-    runners = [RESULTS / "gpu_session.sh", *(ROOT / "tests").rglob("*.py")]
+    runners = [RESULTS / "gpu_measure.sh", *(ROOT / "tests").rglob("*.py")]
     # Recorded output that happens to be Python (the code Inductor generated for chapter 8's block) is no script.
     scripts = [p for p in RESULTS.rglob("*") if p.suffix in (".py", ".sh")
-               and p.name not in ("gpu_session.sh", "inductor_code.py")]
+               and p.name not in ("gpu_measure.sh", "inductor_code.py")]
     running = "\n".join(r.read_text() for r in runners)
     # Named by its file name, or as chNN_... where one step runs each chapter's script.
     run = {p for p in scripts if p.name in running or re.sub(r"ch\d\d", "chNN", p.name) in running}

@@ -407,7 +407,7 @@ def profile_block(size: Size = PROFILE_SIZE, rows: int = 15) -> str:
     the table recorded on an H100 (assets/results/calibration/ch08-h100/profile.txt), said so."""
     if not gpu_or_reason()[0]:
         text = (RECORDED / "profile.txt").read_text()
-        print(f"No GPU here: this is the table recorded on an {RECORDED_GPU} by `assets/results/gpu_session.sh ch08`.\n")
+        print(f"No GPU here: this is the table recorded on an {RECORDED_GPU} by `assets/results/gpu_measure.sh ch08`.\n")
         print(text)
         return text
     text = record_profile(size, rows)
@@ -609,7 +609,7 @@ def inductor_code(size: Size = (2, 128, 128)) -> str:
     on an H100 (on a CPU, Inductor writes C++ and OpenMP, not Triton)."""
     if not gpu_or_reason()[0]:
         print(f"No GPU here: on a CPU Inductor generates C++ (with OpenMP), not Triton. This is the code it "
-              f"generated for the block on an {RECORDED_GPU}, recorded by `assets/results/gpu_session.sh ch08`.")
+              f"generated for the block on an {RECORDED_GPU}, recorded by `assets/results/gpu_measure.sh ch08`.")
         return (RECORDED / "inductor_code.py").read_text()
     return record_inductor_code(size)
 

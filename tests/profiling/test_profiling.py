@@ -1,5 +1,5 @@
 """The profiler's reading, signatures, recorded rungs, roofline and failure messages, on recorded
-Nsight Compute reports (assets/profiles/H100/, recorded on an H100 by `assets/results/gpu_session.sh profiles`),
+Nsight Compute reports (assets/profiles/H100/, recorded on an H100 by `assets/results/gpu_measure.sh profiles`),
 plus one GPU test that profiles a solution notebook for real."""
 
 import math

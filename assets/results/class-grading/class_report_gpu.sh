@@ -2,7 +2,7 @@
 # The class report of chapter 5's synthetic class (assets/results/class-grading/synthetic_class.py: 16 students),
 # graded on one GPU by `ladder grade`, and a Chromium screenshot of it.
 #
-# On the GPU machine, through the device tool's `run` with .whl carried (gpu_session.sh env), in two calls on one
+# On the GPU machine, through the device tool's `run` with .whl carried (gpu_measure.sh env), in two calls on one
 # warm machine (the class takes longer than one call): the workspace stays in grading/ (ignored by git, so
 # kept between calls), and the second call grades only the second half, its journal skipping the first:
 #     bash assets/results/class-grading/class_report_gpu.sh grade 1 "$OUT"
@@ -19,7 +19,7 @@ chapter=05_triton_matmul
 case "$part" in
   grade)
     half=$2; out=$3
-    source assets/results/gpu_session.sh env "$out"
+    source assets/results/gpu_measure.sh env "$out"
     # the time limits of tests/grading: the hanging student costs seconds, not the default minutes
     export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEOUT_S=20
     python3 assets/results/class-grading/synthetic_class.py grading/class05/subs --chapter "$chapter" --half "$half" || exit 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Class grading on 1, 2 and 4 GPUs of one machine: throughput, per-student cost, scores. Through the device
-# tool's `run` on nvidia-h100-x4 with .whl and .whl-dask carried (assets/results/gpu_session.sh says how the
+# tool's `run` on nvidia-h100-x4 with .whl and .whl-dask carried (assets/results/gpu_measure.sh says how the
 # dask wheels are made), from the repository root:
 #
 #   bash assets/results/class-grading/run.sh class "$OUT/c1-gpus4" 4 01_vector_add 2
@@ -25,7 +25,7 @@
 #       parts of the same class, per student the seconds alone and in each class, scores identical.
 set -uo pipefail
 mode=$1; out=$2; shift 2
-source assets/results/gpu_session.sh env "$out"
+source assets/results/gpu_measure.sh env "$out"
 here=assets/results/class-grading   # after the set-up, which sets its own `here` (and `step`, `out`)
 export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEOUT_S=20
 

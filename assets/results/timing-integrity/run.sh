@@ -9,11 +9,11 @@
 #       each in its own pytest, so that a call cut short keeps every finished entry's verdict and message:
 #       OUT/ENTRY.txt, and one line a entry in OUT/exploits.txt; then, with no entries named, the sanitizer's
 #       entries (SANITIZE_S, default 100). SHARD=K/N keeps every Nth entry from the Kth (0-based), for N GPUs side
-#       by side (gpu_session.sh lanes); only shard 0 runs the sanitizer's entries
+#       by side (gpu_measure.sh lanes); only shard 0 runs the sanitizer's entries
 set -uo pipefail
 # (`part`, not `step`: the sourced set-up sets `step` in this shell)
 part=$1; out=$2; shift 2
-source assets/results/gpu_session.sh env "$out"
+source assets/results/gpu_measure.sh env "$out"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit --format=csv | tee "$out/nvidia-smi.txt"
 rc=0
 case "$part" in

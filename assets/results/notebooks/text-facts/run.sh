@@ -25,7 +25,7 @@ out=$1; parts=${2:-bars,traffic,cells,fusion,check}
 want() { [[ ",$parts," == *",$1,"* ]]; }
 dest=$out/text-facts
 mkdir -p "$dest"
-source assets/results/gpu_session.sh env "$dest"   # the Jupyter stack from .whl (nbclient, nbval, nbgrader)
+source assets/results/gpu_measure.sh env "$dest"   # the Jupyter stack from .whl (nbclient, nbval, nbgrader)
 pack() { tar -czf "$out/text-facts.tar.gz" -C "$out" text-facts; }
 export PYTHONWARNINGS=ignore
 here=assets/results/notebooks/text-facts

@@ -3,9 +3,9 @@
 # torch, Triton and CuPy. Where it has no Jupyter stack and no network, carry the stack as wheels in .whl/
 # (and dask, distributed and dask-cuda in .whl-dask/ for `class` on several GPUs), downloaded with
 # shared/tools/offline-wheels.sh; they are installed into /tmp/site first.
-#   bash assets/results/gpu_session.sh STEP OUT [ARGS...]
+#   bash assets/results/gpu_measure.sh STEP OUT [ARGS...]
 # Each step writes under OUT (with the GPU's name in OUT/gpu.txt). STEP:
-#   env                      (sourced: `source assets/results/gpu_session.sh env "$OUT"`) only the set-up
+#   env                      (sourced: `source assets/results/gpu_measure.sh env "$OUT"`) only the set-up
 #                            above, in the calling shell, to run a record's own script by hand
 #   calibrate CHAPTERS       `ladder calibrate --chapters CHAPTERS --runs ${RUNS:-10}` (e.g. 1,5; "" for all;
 #                            BARS=5a,5b for --bars, GPUS=4 for --gpus 4, which needs .whl-dask; CALIBRATE_S
@@ -53,7 +53,7 @@
 # Steps that write many files pack them into OUT/STEP.tar.gz as they go, so that a run cut short at its
 # time limit still brings back what it finished.
 set -uo pipefail
-step=${1:?usage: gpu_session.sh STEP OUT [ARGS...]}; out=${2:?usage: gpu_session.sh STEP OUT [ARGS...]}; shift 2
+step=${1:?usage: gpu_measure.sh STEP OUT [ARGS...]}; out=${2:?usage: gpu_measure.sh STEP OUT [ARGS...]}; shift 2
 mkdir -p "$out"
 here=assets/results
 
@@ -110,7 +110,7 @@ case "$step" in
           began=$(date +%s)
           case "$item" in
             cal:*) IFS=: read -r _ ch keys <<< "$item"
-                   BARS=$keys timeout "$left" bash "$here/gpu_session.sh" calibrate "$dir/cal-$ch-${keys//,/+}" "$ch" \
+                   BARS=$keys timeout "$left" bash "$here/gpu_measure.sh" calibrate "$dir/cal-$ch-${keys//,/+}" "$ch" \
                      > "$dir/cal-$ch-${keys//,/+}.log" 2>&1 ;;
             exp:@*) SHARD=${item#exp:@} EXPLOITS_S=$left timeout "$left" bash "$here/timing-integrity/run.sh" \
                      exploits "$dir/exp" > "$dir/exp-$began.log" 2>&1 ;;
@@ -118,10 +118,10 @@ case "$step" in
                    EXPLOITS_S=$left timeout "$left" bash "$here/timing-integrity/run.sh" exploits "$dir/exp" \
                      ${names//,/ } > "$dir/exp-$began.log" 2>&1 ;;
             check10:*) nb=${item#check10:}; name=$(basename "$nb" .ipynb)
-                   timeout "$left" bash "$here/gpu_session.sh" check10 "$dir/check10-$name" "$nb" \
+                   timeout "$left" bash "$here/gpu_measure.sh" check10 "$dir/check10-$name" "$nb" \
                      > "$dir/check10-$name.log" 2>&1 ;;
             stab:*) targets=${item#stab:}
-                   timeout "$left" bash "$here/gpu_session.sh" stability "$dir/stab-$began" ${targets//,/ } \
+                   timeout "$left" bash "$here/gpu_measure.sh" stability "$dir/stab-$began" ${targets//,/ } \
                      > "$dir/stab-$began.log" 2>&1 ;;
             *) echo "unknown lane item $item" >> "$dir/left.txt"; continue ;;
           esac
