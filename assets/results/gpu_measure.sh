@@ -63,9 +63,16 @@ if [ -d .whl ]; then
   if [ ! -e /tmp/site/.ladder-wheels ]; then
     # One pip call for both folders: a second `pip install --target --upgrade` replaces the target's bin/
     # folder whole, and took nbgrader's `alembic` command with it.
-    extra_wheels=(); [ -d .whl-dask ] && extra_wheels=(.whl-dask/*.whl)
+    # A wheel in both folders (tornado is in each stack) stops pip with "conflicting dependencies": once.
+    extra_wheels=(); for w in .whl-dask/*.whl; do [ -e "$w" ] && [ ! -e ".whl/${w##*/}" ] && extra_wheels+=("$w"); done
     python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl \
       "${extra_wheels[@]}" || exit 1
+    # dask-cuda 0.x imports what distributed no longer has: say so here, not as `ladder grade --gpus`'s
+    # "needs dask_cuda" minutes later
+    if [ ${#extra_wheels[@]} -gt 0 ] && ! PYTHONPATH=/tmp/site python3 -c "import dask_cuda" 2>/tmp/dask_cuda.err; then
+      echo "the carried dask-cuda does not import with the carried distributed ($(tail -1 /tmp/dask_cuda.err));" \
+           "carry dask-cuda 26.x (it needs only --no-deps here)"; exit 1
+    fi
     python3 -m ipykernel install --user --name python3 >/dev/null || exit 1
     touch /tmp/site/.ladder-wheels   # once a machine: the steps that `lanes` runs side by side share it
   fi

@@ -5,7 +5,8 @@
 #
 #   bash assets/results/class-grading/run.sh class "$OUT/c1-gpus4" 4 01_vector_add 2
 #   bash assets/results/class-grading/run.sh class "$OUT/c1-gpus1-part1" 1 01_vector_add 2 1/3    # 2/3, 3/3
-#   (name each folder CLASS-gpusN[-partK]: the report adds up the parts of one class and GPU count)
+#   (name each folder CLASS-gpusN[-partK]: the report adds up the parts of one class and GPU count; kinds named
+#   after PART, e.g. `class "$OUT/correct-gpus4" 4 01_vector_add 1 "" correct`, grade only those students)
 #       CLASS: assets/results/class-grading's synthetic class of CHAPTER with each student COPIES times (chapter 1:
 #       2 copies, 32 students; chapter 5: 1, its 16), graded by `ladder grade` on GPUS GPUs (1: no Dask; N:
 #       --gpus N), with tests/grading's short limits (cell 45 s, calls 20 s). PART K/N grades every Nth student
@@ -57,7 +58,7 @@ grade() {
 }
 
 case "$mode" in
-  class) grade "$out" "${1:?GPUS}" "${2:-01_vector_add}" "${3:-2}" "${4:-}" ;;
+  class) grade "$out" "${1:?GPUS}" "${2:-01_vector_add}" "${3:-2}" "${4:-}" "${@:5}" ;;
   student)
     grade "$out/correct-gpus1" 1 01_vector_add 1 1/4 correct        # correct-1 alone
     grade "$out/correct-gpus4" 4 01_vector_add 1 "" correct          # correct-1..4, one a GPU, at once
