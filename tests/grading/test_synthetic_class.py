@@ -4,6 +4,8 @@ expected score for each within the chapter's points."""
 
 import importlib.util
 import json
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -40,3 +42,35 @@ def test_each_class_has_sixteen_students_of_every_kind_and_builds(synthetic, cha
     for student, package, module, _ in rows:
         nb = nbformat.read(synthetic.build(package, chapter, module, tmp_path / f"{student}.ipynb"), as_version=4)
         nbformat.validate(nb)
+
+
+def _record(folder, wall_s, students):
+    folder.mkdir()
+    (folder / "record.json").write_text(json.dumps({
+        "assignment": "01_vector_add", "wall_s": wall_s,
+        "scores_as_expected": all(score is not None for score, _ in students.values()),
+        "students": {name: {"expected": 15, "score": score, "seconds": seconds, "split": {"cpu_seconds": 1.0},
+                            "speed": [{"cell": "s", "rounds": 5 if seconds and seconds < 45 else 25, "timing_s": 2.0,
+                                       "remeasured_from": None if seconds != 50.0 else 0.9}] if score else []}
+                     for name, (score, seconds) in students.items()}}))
+    return str(folder / "record.json")
+
+
+def test_scaling_report_adds_up_the_parts_and_names_every_student_not_graded(tmp_path):
+    """scaling.py report: the 1-GPU parts' walls add up to the class's, the speed-up and the growth of the
+    students' summed seconds are against that, and a student a cut-short run never graded keeps its row."""
+    records = [_record(tmp_path / "c1-gpus1-part1", 100.0, {"a": (15, 40.0), "b": (2, 20.0)}),
+               _record(tmp_path / "c1-gpus1-part2", 80.0, {"c": (15, 30.0)}),
+               _record(tmp_path / "c1-gpus4", 60.0, {"a": (15, 50.0), "b": (2, 25.0), "c": (None, None)})]
+    script = ROOT / "assets" / "results" / "class-grading" / "scaling.py"
+    run = subprocess.run([sys.executable, str(script), "report", *records], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in run.stdout.splitlines() if line.startswith("| ")}
+    assert rows["1"][1:6] == ["180.0", "1.00x", "90.0", "1.00x", "3 of 3"]
+    assert rows["4"][1:6] == ["60.0", "3.00x", "75.0", "0.83x", "2 of 3"]
+    assert rows["a"] == ["15, 40.0 s (1, 0.0)", "15, 50.0 s (1, 0.0), 1.25x"]
+    assert rows["c"] == ["15, 30.0 s (1, 0.0)", "not graded"]
+    assert "every score the same in every run" in run.stdout
+    assert ("4 GPU(s), speed cells: 2, timed for 4.0 s in all (2.0-2.0 s each), rounds 5-25 (median 25), "
+            "1 measured again after a held clock") in run.stdout

@@ -71,16 +71,35 @@ def record(args) -> int:
             (args.assignment,))}
         splits = {r["student"]: json.loads(r["split"] or "{}") | {"started": r["started"]} for r in conn.execute(
             "SELECT student, started, split FROM ladder_grading_split WHERE assignment = ?", (args.assignment,))}
+    speed = _speed_checks(ws, args.assignment)
     students = {}
     for student in sorted(set(want) | set(graded)):
         row = graded.get(student, {})
         students[student] = {"expected": want.get(student), "score": row.get("score"),
                              "seconds": row.get("seconds"), "worker": row.get("worker"),
                              "attempts": row.get("attempts"), "notes": json.loads(row.get("notes") or "[]"),
-                             "split": splits.get(student, {})}
+                             "split": splits.get(student, {}), "speed": speed.get(student, [])}
     print(json.dumps({"assignment": args.assignment, "wall_s": float(args.wall_s), "students": students,
                       "scores_as_expected": all(s["score"] == s["expected"] for s in students.values())}, indent=1))
     return 0
+
+
+def _speed_checks(ws: Path, assignment: str) -> dict[str, list[dict]]:
+    """Each student's speed cells as their autograded notebook records them (SpeedResult.as_record): how many
+    interleaved rounds each ran, for how long, and whether the clock was held down, for where a class's
+    time went without bringing its workspace back."""
+    import nbformat
+
+    from grader.notebooks.check import grade_cells
+
+    found: dict[str, list[dict]] = {}
+    for nb_path in sorted(ws.glob(f"autograded/*/{assignment}/*.ipynb")):
+        for cell in grade_cells(nbformat.read(nb_path, as_version=4)):
+            if cell.speed:
+                found.setdefault(nb_path.parts[-3], []).append(
+                    {"cell": cell.grade_id, **{k: cell.speed.get(k) for k in
+                                               ("key", "ratio", "rounds", "timing_s", "throttled", "remeasured_from")}})
+    return found
 
 
 def report(args) -> int:
@@ -103,11 +122,28 @@ def report(args) -> int:
         labels = sorted(by_label, key=lambda lab: (int(lab.split("-")[0]), lab))
         walls = {lab: sum(runs[n]["wall_s"] for n in by_label[lab]) for lab in labels}
         base = walls.get("1")
-        print("| GPUs | runs | wall, s | speed-up against 1 GPU | scores as expected |\n|---|---|---|---|---|")
+        # the students' journal seconds summed: the class's work, which more GPUs should share out, not grow
+        work = {lab: sum(s["seconds"] or 0 for n in by_label[lab] for s in runs[n]["students"].values())
+                for lab in labels}
+        print("| GPUs | runs | wall, s | speed-up against 1 GPU | students' seconds, summed | against 1 GPU "
+              "| graded | scores as expected |\n|---|---|---|---|---|---|---|---|")
         for lab in labels:
             ok = all(runs[n]["scores_as_expected"] for n in by_label[lab])
             speed = f"{base / walls[lab]:.2f}x" if base else "–"
-            print(f"| {lab} | {', '.join(sorted(by_label[lab]))} | {walls[lab]:.1f} | {speed} | {'yes' if ok else 'NO'} |")
+            growth = f"{work[lab] / work['1']:.2f}x" if work.get("1") else "–"
+            students = [s for n in by_label[lab] for s in runs[n]["students"].values()]
+            graded = sum(s["score"] is not None for s in students)
+            print(f"| {lab} | {', '.join(sorted(by_label[lab]))} | {walls[lab]:.1f} | {speed} | {work[lab]:.1f} "
+                  f"| {growth} | {graded} of {len(students)} | {'yes' if ok else 'NO'} |")
+        for lab in labels:
+            checks = [c for n in by_label[lab] for s in runs[n]["students"].values() for c in s.get("speed") or []
+                      if c.get("timing_s") is not None]
+            if checks:
+                rounds = sorted(c["rounds"] for c in checks)
+                print(f"\n{lab} GPU(s), speed cells: {len(checks)}, timed for {sum(c['timing_s'] for c in checks):.1f} s "
+                      f"in all ({min(c['timing_s'] for c in checks):.1f}-{max(c['timing_s'] for c in checks):.1f} s "
+                      f"each), rounds {rounds[0]}-{rounds[-1]} (median {rounds[len(rounds) // 2]}), "
+                      f"{sum(c['remeasured_from'] is not None for c in checks)} measured again after a held clock")
         per_student: dict[str, dict[str, tuple]] = {}
         for lab in labels:
             for n in by_label[lab]:
@@ -125,10 +161,13 @@ def report(args) -> int:
                     cells.append("–")
                     continue
                 score, seconds, split = seen[lab]
+                if score is None:            # a run cut short (its time limit) before this student was graded
+                    cells.append("not graded")
+                    continue
                 ratio = f", {seconds / alone:.2f}x" if alone and seconds and lab != "1" else ""
                 cells.append(f"{score:g}, {seconds or 0:.1f} s ({split.get('cpu_seconds', 0):.0f}, "
                              f"{split.get('slot_wait_seconds', 0):.1f}){ratio}")
-            if len({seen[lab][0] for lab in seen}) > 1:
+            if len({seen[lab][0] for lab in seen} - {None}) > 1:
                 differs = True
                 cells[-1] += " **score differs**"
             print(f"| {student} | " + " | ".join(cells) + " |")
