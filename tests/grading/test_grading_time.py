@@ -2,6 +2,8 @@
 notebook: a check's seconds come from the grader's stamp, a cell's from nbclient's, a check that ran
 ahead costs only its wait, and a cell without stamps is not invented."""
 
+import json
+
 import pytest
 
 from grader.classgrade.timing import breakdown
@@ -44,3 +46,31 @@ def test_totals_count_a_check_ahead_by_its_wait_only():
     assert (found.check_seconds, found.load_seconds, found.wait_seconds) == (13.0, 6.0, 4.5)
     assert [c.name for c in found.top(2)] == ["a-speed", "b-visible"]
     assert found.as_dict()["check_wait_seconds"] == 4.5 and len(found.as_dict()["cells"]) == 4
+
+
+def _speed_cell(grade_id, rounds, seconds):
+    record = {"key": "1a", "ratio": 0.9, "bar": 0.7, "passed": True, "rounds": rounds, "timing_s": seconds}
+    cell = _cell("check_speed()", grade_id) | {"execution_count": 1, "id": grade_id}
+    cell["outputs"] = [{"output_type": "stream", "name": "stdout",
+                        "text": f"✓ 1a speed\n[speed: {json.dumps(record, separators=(',', ':'))}]\n"}]
+    return cell
+
+
+def test_a_speed_cell_that_ran_its_whole_budget_is_named_among_the_reasons():
+    """The speed record's rounds and seconds reach the journal's split, and a comparison that ran the whole round
+    budget (its spread never reached the target) is given as a reason a student took long; one that stopped
+    early is kept but not named."""
+    import nbformat
+
+    from grader.classgrade.timing import reasons, student_split
+    from grader.harness.timing import ROUND_BUDGET_S
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.from_dict(c) for c in (_speed_cell("a-speed", 6, 3.2),
+                                                  _cell("x = 1", "a-visible") | {"outputs": [], "execution_count": 2, "id": "plain"})]
+    quick = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
+    assert quick["speed_timing"] == [["a-speed", 6, 3.2]]
+    assert not any("budget" in r for r in reasons(quick))
+    nb.cells.append(nbformat.from_dict(_speed_cell("b-speed", 25, ROUND_BUDGET_S + 0.4)))
+    slow = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
+    assert "speed cells timed to their budget (a-speed 6 rounds in 3 s, b-speed 25 rounds in 20 s)" in reasons(slow)
