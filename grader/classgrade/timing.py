@@ -124,6 +124,9 @@ def student_split(executed: bytes | None, seconds: float, own_cpu_seconds: float
         ahead = meta.get("checks_ahead", {})
         split.update(kernel_seconds=round(times.kernel_seconds, 2), check_seconds=round(times.check_seconds, 2),
                      check_cpu_seconds=round(times.check_cpu_seconds, 2),
+                     # the checks' workers starting (process, imports, CUDA, the learner's cells): where a machine
+                     # whose GPUs are all busy at once would show a start-up that its processes share
+                     check_load_seconds=round(times.load_seconds, 2),
                      check_wait_seconds=round(times.wait_seconds, 2), slot_wait_seconds=round(times.slot_wait_seconds, 2),
                      checks_at_once=ahead.get("at_once", 1), machine_slots=ahead.get("machine_slots"),
                      hung=list(meta.get("hung", [])),

@@ -50,7 +50,8 @@ def test_totals_count_a_check_ahead_by_its_wait_only():
 
 def _speed_cell(grade_id, rounds, seconds):
     record = {"key": "1a", "ratio": 0.9, "bar": 0.7, "passed": True, "rounds": rounds, "timing_s": seconds}
-    cell = _cell("check_speed()", grade_id) | {"execution_count": 1, "id": grade_id}
+    cell = _cell("check_speed()", grade_id, ladder={"check_seconds": seconds + 5, "load_seconds": 2.5}) | {
+        "execution_count": 1, "id": grade_id}
     cell["outputs"] = [{"output_type": "stream", "name": "stdout",
                         "text": f"✓ 1a speed\n[speed: {json.dumps(record, separators=(',', ':'))}]\n"}]
     return cell
@@ -69,7 +70,7 @@ def test_a_speed_cell_that_ran_its_whole_budget_is_named_among_the_reasons():
     nb.cells = [nbformat.from_dict(c) for c in (_speed_cell("a-speed", 6, 3.2),
                                                   _cell("x = 1", "a-visible") | {"outputs": [], "execution_count": 2, "id": "plain"})]
     quick = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
-    assert quick["speed_timing"] == [["a-speed", 6, 3.2]]
+    assert quick["speed_timing"] == [["a-speed", 6, 3.2]] and quick["check_load_seconds"] == 2.5
     assert not any("budget" in r for r in reasons(quick))
     nb.cells.append(nbformat.from_dict(_speed_cell("b-speed", 25, ROUND_BUDGET_S + 0.4)))
     slow = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
