@@ -37,6 +37,9 @@ MAX_KERNEL_RESTARTS = 3          # fresh kernels one notebook may get after its 
 MAX_VERDICT_MESSAGE = 12000      # characters of a rejection message kept in a verdict
 MAX_REPLY_BYTES = 64 * 2**20     # the largest reply the verifier reads from the worker
 KERNEL_STARTUP_TIMEOUT_S = 120   # a notebook kernel that does not start in time fails the run
+# How long a speed comparison's interleaved rounds may run while their spread stays above the target
+# (grader.harness.timing.compare); the class summary names a speed cell that ran this long (classgrade.timing).
+SPEED_ROUND_BUDGET_S = 20.0
 
 
 GRADER_RUN = "LADDER_GRADER_RUN"

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .. import config
 from ..isolation.hung import ANSWERED_AT_ONCE
-from ..harness.timing import ROUND_BUDGET_S
-from ..notebooks.check import speed_record
+from ..notebooks.speed_outputs import speed_record
 
 
 @dataclass
@@ -133,7 +133,7 @@ def student_split(executed: bytes | None, seconds: float, own_cpu_seconds: float
                      timed_out=[c.name for c in times.cells if _timed_out(nb["cells"][c.index])],
                      answered_at_once=[c.name for c in times.cells if _answered_at_once(nb["cells"][c.index])],
                      longest=[[c.name, round(c.seconds, 1)] for c in times.top(3)],
-                     speed_timing=speed_timing(executed))
+                     speed_timing=speed_timing(nb))
         # the rest of the wall time: nbgrader's autograde around the notebook, the kernel's start, the workspace
         split["around_notebook_seconds"] = round(max(0.0, seconds - times.kernel_seconds - times.wait_seconds), 2)
         own += times.check_cpu_seconds
@@ -141,15 +141,13 @@ def student_split(executed: bytes | None, seconds: float, own_cpu_seconds: float
     return split
 
 
-def speed_timing(executed: bytes) -> list[list]:
+def speed_timing(nb: dict) -> list[list]:
     """[grade_id, rounds, seconds] of each speed cell's comparison, from the `[speed: {...}]` record its report
     ends with (SpeedResult.as_record): how long the interleaved rounds ran, which a busy machine stretches."""
-    import nbformat
-
     out = []
-    for cell in nbformat.reads(executed, as_version=4).cells:   # nbformat joins the texts stored as lists of lines
+    for cell in nb["cells"]:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if not gid or cell.get("cell_type") != "code" or "outputs" not in cell:
+        if not gid or cell.get("cell_type") != "code":
             continue
         record = speed_record(cell)
         if record and record.get("timing_s") is not None:
@@ -187,7 +185,7 @@ def reasons(split: dict) -> list[str]:
         out.append(f"autotuned {split['autotune_results']} kernel(s)")
     timing = split.get("speed_timing") or []
     # a comparison that ran its whole budget stopped there, not at its spread target
-    if any(seconds >= ROUND_BUDGET_S for _, _, seconds in timing):
+    if any(seconds >= config.SPEED_ROUND_BUDGET_S for _, _, seconds in timing):
         out.append("speed cells timed to their budget (" + ", ".join(f"{gid} {rounds} rounds in {seconds:.0f} s"
                                                                     for gid, rounds, seconds in timing) + ")")
     if split.get("slot_wait_seconds", 0) >= 1:

@@ -144,5 +144,6 @@ class SpeedResult:
             lines.append(f"  timed: {self.timed_where}")
         lines.append(f"  speedup {self.speedup:.2f}x  ({self.size}; median of {c.rounds} interleaved rounds; "
                      f"{self.gpu})")
+        # read back by grader.notebooks.speed_outputs
         lines.append(f"[speed: {json.dumps(self.as_record(), separators=(',', ':'))}]")
         return "\n".join(lines)

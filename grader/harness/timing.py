@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import config
 from ..cuda import clocks
 from ..cuda.sharing import require_own_gpu
 
@@ -211,15 +212,10 @@ class Comparison:
                           elapsed_s=self.elapsed_s, backend=self.backend, clock=self.clock)
 
 
-# How long a comparison's interleaved rounds may run when their spread stays above the target: the class
-# summary names a speed cell that ran this long (grader.classgrade.timing).
-ROUND_BUDGET_S = 20.0
-
-
 def compare(candidate: Callable[[], object], baseline: Callable[[], object], *,
             others: dict[str, Callable[[], object]] | None = None, backend=None,
             min_rounds: int = 5, max_rounds: int = 25, target_spread: float = 0.02,
-            budget_s: float = ROUND_BUDGET_S, candidate_name: str = "yours", baseline_name: str = "torch") -> Comparison:
+            budget_s: float = config.SPEED_ROUND_BUDGET_S, candidate_name: str = "yours", baseline_name: str = "torch") -> Comparison:
     """Interleave rounds of all contenders until the spread is below target or the budget is spent."""
     backend = backend or default_backend()
     contenders = [(candidate_name, candidate), (baseline_name, baseline), *(others or {}).items()]

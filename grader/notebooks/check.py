@@ -22,6 +22,7 @@ from .. import config
 from ..isolation.rules import reason_for
 from ..learner.cells import is_autograded_test
 from .settings import configure_nbgrader
+from .speed_outputs import speed_record
 
 SCHEMA = "kernel-ladder.check/1"
 
@@ -123,19 +124,6 @@ def grade_cells(nb, executed_ids: set[str] | None = None) -> list[CellResult]:
         results.append(CellResult(gid, float(points or 0.0), max_points, outcome, error, stderr, reason,
                                   speed_record(cell)))
     return results
-
-
-def speed_record(cell) -> dict | None:
-    """The last `[speed: {...}]` line a speed check printed in the cell (its report, or its error)."""
-    texts = [o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.get("name") == "stdout"]
-    texts += [o.get("evalue", "") for o in cell.outputs if o.output_type == "error"]
-    found = re.findall(r"^\[speed: (\{.*\})\]$", "\n".join(texts), re.M)
-    if not found:
-        return None
-    try:
-        return json.loads(found[-1])
-    except ValueError:
-        return None
 
 
 def failed_cells(autograded_nb: Path) -> dict[str, tuple[str, str]]:

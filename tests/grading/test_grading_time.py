@@ -64,7 +64,7 @@ def test_a_speed_cell_that_ran_its_whole_budget_is_named_among_the_reasons():
     import nbformat
 
     from grader.classgrade.timing import reasons, student_split
-    from grader.harness.timing import ROUND_BUDGET_S
+    from grader.config import SPEED_ROUND_BUDGET_S
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.from_dict(c) for c in (_speed_cell("a-speed", 6, 3.2),
@@ -72,6 +72,6 @@ def test_a_speed_cell_that_ran_its_whole_budget_is_named_among_the_reasons():
     quick = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
     assert quick["speed_timing"] == [["a-speed", 6, 3.2]] and quick["check_load_seconds"] == 2.5
     assert not any("budget" in r for r in reasons(quick))
-    nb.cells.append(nbformat.from_dict(_speed_cell("b-speed", 25, ROUND_BUDGET_S + 0.4)))
+    nb.cells.append(nbformat.from_dict(_speed_cell("b-speed", 25, SPEED_ROUND_BUDGET_S + 0.4)))
     slow = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
     assert "speed cells timed to their budget (a-speed 6 rounds in 3 s, b-speed 25 rounds in 20 s)" in reasons(slow)
