@@ -142,8 +142,9 @@ def student_split(executed: bytes | None, seconds: float, own_cpu_seconds: float
 
 
 def speed_timing(nb: dict) -> list[list]:
-    """[grade_id, rounds, seconds] of each speed cell's comparison, from the `[speed: {...}]` record its report
-    ends with (SpeedResult.as_record): how long the interleaved rounds ran, which a busy machine stretches."""
+    """[grade_id, rounds, seconds, stopped] of each speed cell's comparison, from the `[speed: {...}]` record its
+    report ends with (SpeedResult.as_record): how long the interleaved rounds ran, which a busy machine
+    stretches, and what ended them ("spread", "verdict", "budget", "rounds"; None in records older than it)."""
     out = []
     for cell in nb["cells"]:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
@@ -151,8 +152,14 @@ def speed_timing(nb: dict) -> list[list]:
             continue
         record = speed_record(cell)
         if record and record.get("timing_s") is not None:
-            out.append([gid, record.get("rounds"), record["timing_s"]])
+            out.append([gid, record.get("rounds"), record["timing_s"], record.get("stopped")])
     return out
+
+
+def _to_budget(entry: list) -> bool:
+    """A speed_timing entry whose rounds ran the whole budget (a record without `stopped`: by its seconds)."""
+    stopped = entry[3] if len(entry) > 3 else None
+    return stopped == "budget" if stopped else entry[2] >= config.SPEED_ROUND_BUDGET_S
 
 
 def _errors(cell) -> list[dict]:
@@ -184,10 +191,10 @@ def reasons(split: dict) -> list[str]:
     if split.get("autotune_results"):
         out.append(f"autotuned {split['autotune_results']} kernel(s)")
     timing = split.get("speed_timing") or []
-    # a comparison that ran its whole budget stopped there, not at its spread target
-    if any(seconds >= config.SPEED_ROUND_BUDGET_S for _, _, seconds in timing):
-        out.append("speed cells timed to their budget (" + ", ".join(f"{gid} {rounds} rounds in {seconds:.0f} s"
-                                                                    for gid, rounds, seconds in timing) + ")")
+    # a comparison that ran its whole budget stopped there, not at its spread target or a settled verdict
+    if any(_to_budget(entry) for entry in timing):
+        out.append("speed cells timed to their budget (" + ", ".join(f"{entry[0]} {entry[1]} rounds in {entry[2]:.0f} s"
+                                                                    for entry in timing) + ")")
     if split.get("slot_wait_seconds", 0) >= 1:
         out.append(f"its checks waited {split['slot_wait_seconds']:.0f} s for the machine's CPUs")
     if split.get("longest"):

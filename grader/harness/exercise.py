@@ -396,7 +396,8 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
         baseline = ex.baseline.batch([tuple(inputs) + (out_base,)])
     else:
         baseline = lambda: ex.baseline(*inputs, out_base)  # noqa: E731
-    cmp = timing.compare(candidate, baseline, others=others, backend=backend, baseline_name=ex.baseline_name)
+    cmp = timing.compare(candidate, baseline, others=others, backend=backend, baseline_name=ex.baseline_name,
+                         settled=timing.clear_of(bar.bar, list(baselines)))
     cmp = cmp.against_fastest_of(list(baselines))
     kernels = _traced(ex, fn, candidate, baseline, sampler, backend, cmp, what)
 

@@ -64,9 +64,11 @@ class SpeedResult:
                 "gpu": self.gpu, "timed": self.timed_where, "throttled": self.throttled,
                 "remeasured_from": None if self.remeasured_from is None else round(self.remeasured_from, 4),
                 "events_ms": None if self.events_ms is None else round(self.events_ms, 5),
-                # how long the interleaved rounds ran and how many there were: a check that stops at the time
-                # budget, not at the spread target, is where a busy machine makes grading slower
+                # how long the interleaved rounds ran, how many there were and what ended them (the spread, a
+                # settled verdict, the time budget): a check that stops at the budget is where a busy machine
+                # makes grading slower
                 "rounds": self.comparison.rounds, "timing_s": round(self.comparison.elapsed_s, 2),
+                "stopped": self.comparison.stopped,
                 "clock": self.clock.as_dict() if self.clock is not None and self.clock.readings else None}
 
     @property

@@ -48,8 +48,10 @@ def test_totals_count_a_check_ahead_by_its_wait_only():
     assert found.as_dict()["check_wait_seconds"] == 4.5 and len(found.as_dict()["cells"]) == 4
 
 
-def _speed_cell(grade_id, rounds, seconds):
+def _speed_cell(grade_id, rounds, seconds, stopped=None):
     record = {"key": "1a", "ratio": 0.9, "bar": 0.7, "passed": True, "rounds": rounds, "timing_s": seconds}
+    if stopped:
+        record["stopped"] = stopped
     cell = _cell("check_speed()", grade_id, ladder={"check_seconds": seconds + 5, "load_seconds": 2.5}) | {
         "execution_count": 1, "id": grade_id}
     cell["outputs"] = [{"output_type": "stream", "name": "stdout",
@@ -70,8 +72,16 @@ def test_a_speed_cell_that_ran_its_whole_budget_is_named_among_the_reasons():
     nb.cells = [nbformat.from_dict(c) for c in (_speed_cell("a-speed", 6, 3.2),
                                                   _cell("x = 1", "a-visible") | {"outputs": [], "execution_count": 2, "id": "plain"})]
     quick = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
-    assert quick["speed_timing"] == [["a-speed", 6, 3.2]] and quick["check_load_seconds"] == 2.5
+    assert quick["speed_timing"] == [["a-speed", 6, 3.2, None]] and quick["check_load_seconds"] == 2.5
     assert not any("budget" in r for r in reasons(quick))
     nb.cells.append(nbformat.from_dict(_speed_cell("b-speed", 25, SPEED_ROUND_BUDGET_S + 0.4)))
     slow = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
     assert "speed cells timed to their budget (a-speed 6 rounds in 3 s, b-speed 25 rounds in 20 s)" in reasons(slow)
+    # a record that says what ended its rounds is read by that, not by its seconds
+    nb.cells[-1] = nbformat.from_dict(_speed_cell("b-speed", 9, 21.0, stopped="verdict"))
+    settled = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
+    assert settled["speed_timing"][-1] == ["b-speed", 9, 21.0, "verdict"]
+    assert not any("budget" in r for r in reasons(settled))
+    nb.cells[-1] = nbformat.from_dict(_speed_cell("b-speed", 12, 12.5, stopped="budget"))
+    budget = student_split(nbformat.writes(nb).encode(), 30.0, 1.0, 2, 0.0, 0.0, {})
+    assert "speed cells timed to their budget (a-speed 6 rounds in 3 s, b-speed 12 rounds in 12 s)" in reasons(budget)

@@ -51,6 +51,7 @@ def _record(folder, wall_s, students):
         "scores_as_expected": all(score is not None for score, _ in students.values()),
         "students": {name: {"expected": 15, "score": score, "seconds": seconds, "split": {"cpu_seconds": 1.0},
                             "speed": [{"cell": "s", "rounds": 5 if seconds and seconds < 45 else 25, "timing_s": 2.0,
+                                       "stopped": "spread" if seconds and seconds < 45 else "budget",
                                        "remeasured_from": None if seconds != 50.0 else 0.9}] if score else []}
                      for name, (score, seconds) in students.items()}}))
     return str(folder / "record.json")
@@ -73,4 +74,4 @@ def test_scaling_report_adds_up_the_parts_and_names_every_student_not_graded(tmp
     assert rows["c"] == ["15, 30.0 s (1, 0.0)", "not graded"]
     assert "every score the same in every run" in run.stdout
     assert ("4 GPU(s), speed cells: 2, timed for 4.0 s in all (2.0-2.0 s each), rounds 5-25 (median 25), "
-            "1 measured again after a held clock") in run.stdout
+            "1 measured again after a held clock; stopped by budget 1, spread 1") in run.stdout

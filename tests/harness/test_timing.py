@@ -7,7 +7,7 @@ from conftest import torch_kernel
 from grader.chapters import ch01
 from grader.errors import CheckFailed
 from grader.harness.exercise import check_speed
-from grader.harness.timing import CPUBackend, Timing, compare
+from grader.harness.timing import SETTLED_MARGIN, CPUBackend, Timing, clear_of, compare
 
 
 class ScriptedBackend:
@@ -43,6 +43,36 @@ def test_stops_early_when_spread_is_small_and_keeps_going_when_noisy():
     noisy = ScriptedBackend({a: list(noisy_a), b: [1.0] * 32})
     cmp = compare(a, b, backend=noisy, min_rounds=5, max_rounds=12, budget_s=60)
     assert cmp.rounds == 12 and cmp.candidate.spread > 0.02
+
+
+def test_a_settled_verdict_ends_noisy_rounds_and_a_doubtful_one_does_not():
+    """Rounds whose noise keeps the spread above target stop once every round's ratio lies on one side of the bar,
+    clear of it; rounds that straddle it go on to the limit, and the comparison says what ended them."""
+    a, b = (lambda: None), (lambda: None)
+    noisy = [1.00, 1.05, 0.97, 1.08, 1.02] * 5   # about 5% apart, round to round: the spread stays above 2%
+    far = ScriptedBackend({a: list(noisy), b: [2.0] * 25})
+    cmp = compare(a, b, backend=far, budget_s=60, settled=clear_of(1.5, ["torch"]))
+    assert (cmp.rounds, cmp.stopped) == (5, "verdict") and cmp.candidate.spread > 0.02
+    below = ScriptedBackend({a: list(noisy), b: [0.5] * 25})   # about 0.5x against a bar of 1.5x: failing, surely
+    assert compare(a, b, backend=below, budget_s=60, settled=clear_of(1.5, ["torch"])).stopped == "verdict"
+    near = ScriptedBackend({a: list(noisy), b: [2.04] * 25})   # ratios 1.89-2.10 around a bar of 2.0
+    cmp = compare(a, b, backend=near, max_rounds=12, budget_s=60, settled=clear_of(2.0, ["torch"]))
+    assert (cmp.rounds, cmp.stopped) == (12, "rounds")
+    steady = ScriptedBackend({a: [1.0] * 5, b: [1.0] * 5})
+    assert compare(a, b, backend=steady, settled=clear_of(1.0, ["torch"])).stopped == "spread"
+    slow = ScriptedBackend({a: list(noisy), b: [2.04] * 25})
+    assert compare(a, b, backend=slow, budget_s=0.0, settled=clear_of(2.0, ["torch"])).stopped == "budget"
+
+
+def test_clear_of_judges_each_round_against_the_fastest_baseline_of_that_round():
+    """Against the fastest of several baselines, as the verdict is (Comparison.against_fastest_of), and with the
+    margin: a round 1% over the bar is not clear of it."""
+    mine = Timing("yours", [1.0, 1.0, 1.0])
+    settled = clear_of(1.5, ["torch", "alt"])
+    assert settled({"yours": mine, "torch": Timing("torch", [2.0, 1.6, 2.0]), "alt": Timing("alt", [3.0, 3.0, 1.6])})
+    assert not settled({"yours": mine, "torch": Timing("torch", [2.0, 2.0, 2.0]),
+                        "alt": Timing("alt", [2.0, 1.5 * (1 + SETTLED_MARGIN / 2), 2.0])})
+    assert not settled({"yours": mine, "torch": Timing("torch", [2.0, 1.2, 2.0]), "alt": Timing("alt", [2.0, 2.0, 2.0])})
 
 
 def test_median_over_rounds_resists_one_outlier():

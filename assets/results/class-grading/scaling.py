@@ -101,6 +101,16 @@ def _speed_checks(ws: Path, assignment: str) -> dict[str, list[dict]]:
     return found
 
 
+def _stopped_by(checks: list[dict]) -> str:
+    """What ended the speed cells' rounds, counted ("; stopped by spread 20, verdict 40, budget 4"), where the
+    records say (SpeedResult.as_record's `stopped`)."""
+    counts: dict[str, int] = {}
+    for c in checks:
+        if c.get("stopped"):
+            counts[c["stopped"]] = counts.get(c["stopped"], 0) + 1
+    return "; stopped by " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) if counts else ""
+
+
 def report(args) -> int:
     """Runs are named by their folder: CLASS-gpusN[-VARIANT][-partK] (c1-gpus1-part1, c1-gpus4,
     correct-gpus4-noslots). The parts of one CLASS-gpusN[-VARIANT] add up to one run of the class."""
@@ -142,7 +152,8 @@ def report(args) -> int:
                 print(f"\n{lab} GPU(s), speed cells: {len(checks)}, timed for {sum(c['timing_s'] for c in checks):.1f} s "
                       f"in all ({min(c['timing_s'] for c in checks):.1f}-{max(c['timing_s'] for c in checks):.1f} s "
                       f"each), rounds {rounds[0]}-{rounds[-1]} (median {rounds[len(rounds) // 2]}), "
-                      f"{sum(c['remeasured_from'] is not None for c in checks)} measured again after a held clock")
+                      f"{sum(c['remeasured_from'] is not None for c in checks)} measured again after a held clock"
+                      + _stopped_by(checks))
         per_student: dict[str, dict[str, tuple]] = {}
         for lab in labels:
             for n in by_label[lab]:
