@@ -36,7 +36,7 @@ REASONS = {
     "l2-persist": "the learner's code reserved persisting L2 cache",
     "no-tensor-cores": "a tensor-core exercise ran kernels without tensor-core instructions",
     "not-skipped": "a causal launch computed the key tiles above the diagonal (counted tensor-core work)",
-    "not-fused": "a block launched more of the learner's kernels per call than its ops fused need (device trace)",
+    "not-fused": "a fusion exercise (7b, the 8b block) launched more of the learner's kernels per call than its ops fused need (device trace)",
     "below-bar": "correct, but slower than the exercise's pass bar",
     "not-gradable": "the speed bar is out of reach of any correct kernel on this GPU (scored by LADDER_UNGRADABLE)",
     "unchecked": "a check the verdict rests on could not run on this machine (scored by LADDER_UNCHECKED)",

@@ -46,6 +46,7 @@ from ..harness.exercise import (
     check_stretch,
     ungraded_timing_skipped,
 )
+from ..harness.fusion import require_launches
 from ..harness.norms import RMS_EPS, add_rms_norm, rms_norm  # noqa: F401  (the notebook reads ch07.RMS_EPS)
 from ..harness.quiet import captured_stderr
 from ..harness.timing import bench
@@ -268,12 +269,29 @@ def check_add_rmsnorm(add_rmsnorm, sizes=None, trials: int = 2, dtype: torch.dty
     return check_correctness(ex, add_rmsnorm, sizes, trials)
 
 
+# 7b fused is one kernel: it reads x and the residual once, writes the sum and the normalised rows. An add kernel
+# then a norm kernel makes one more pass over the matrix, and on an H200 that still clears the bar (5.73-5.75x
+# against 5.4, assets/results/calibration/course-h200x4), because torch eager's seven kernels run further under the
+# copy ceiling there than on an H100. The launch count is the same on every GPU (grader.harness.fusion).
+NORM_LAUNCHES = 1
+
+
 def check_add_rmsnorm_speed(add_rmsnorm) -> SpeedResult:
+    """7b against torch eager (bar "7b"), then its fusion, from the device trace of the timed calls."""
     fn = as_learner(add_rmsnorm)
     if not gpu_or_reason()[0]:
         # Nothing to time, but a stub or a broken kernel should say so rather than only "no GPU".
         check_correctness(ADD_RMSNORM, fn, NORM_CPU[:1], trials=1, verbose=False)
-    return check_speed(ADD_RMSNORM, fn, "7b")
+    result = check_speed(ADD_RMSNORM, fn, "7b")
+    if result is not None:   # timed on a GPU: the trace of the timed calls is there to judge
+        require_norm_fused(result.kernels)
+    return result
+
+
+def require_norm_fused(kernels) -> None:
+    """7b's fusion: one launch of the learner's kernels per call."""
+    require_launches(kernels, NORM_LAUNCHES, "7b", "one kernel that adds, writes the sum and normalises each row",
+                     "add the residual inside the norm kernel, where the row is already loaded.")
 
 
 def check_groupnorm_silu_stretch(groupnorm_silu) -> SpeedResult | None:

@@ -48,10 +48,9 @@ from ..harness.exercise import (
     check_speed,
     ungraded_timing_skipped,
 )
+from ..harness.fusion import require_launches
 from ..harness.kernel_time import KernelTime
 from ..harness.quiet import captured_stderr
-from ..isolation.foreign import short
-from ..isolation.rules import unchecked
 
 RECORDED = Path(__file__).resolve().parents[2] / "assets" / "results" / "calibration" / "ch08-h100"
 RECORDED_GPU = "NVIDIA H100 80GB HBM3"
@@ -380,24 +379,11 @@ FUSED_LAUNCHES = 7
 
 
 def require_fused(kernels: KernelTime | None) -> None:
-    """8b's fusion: the learner's kernels launched per call of the block, from the device trace of the
-    timed calls (grader.harness.kernel_time), at most FUSED_LAUNCHES. Without a trace the fusion cannot be
-    graded here, and the instructor's policy for unchecked cells scores it (isolation.rules.unchecked)."""
-    if kernels is None or kernels.note is not None:
-        unchecked("8b fusion", "counting your block's kernel launches in the device trace",
-                  kernels.note if kernels is not None else "no device trace")
-        return
-    launches = round(kernels.launches)
-    if launches <= FUSED_LAUNCHES:
-        print(f"✓ 8b fusion: {launches} launches of your kernels per call (the block's {FUSED_LAUNCHES} ops, "
-              "each with its glue fused in)")
-        return
-    listed = ", ".join(f"{short(r.name)} ×{r.launches:.3g}" for r in kernels.rows)
-    raise CheckFailed(
-        f"8b: your block launched {launches} of your kernels per call ({listed}); fused, it is "
-        f"{FUSED_LAUNCHES}: two add_rmsnorm, four projections (the MLP's first with its bias and GELU in the "
-        "epilogue, matmul_bias_act) and attention. Each extra launch is glue that goes through memory on its "
-        "own: fuse each residual add into its norm and the bias and GELU into the matmul.", reason="not-fused")
+    """8b's fusion: at most FUSED_LAUNCHES of the learner's kernels per call of the block (grader.harness.fusion)."""
+    require_launches(kernels, FUSED_LAUNCHES, "8b",
+                     "two add_rmsnorm, four projections (the MLP's first with its bias and GELU in the epilogue, "
+                     "matmul_bias_act) and attention",
+                     "fuse each residual add into its norm and the bias and GELU into the matmul.")
 
 
 # ================================================================== profiling the block (not graded)

@@ -308,3 +308,29 @@ def test_gpu_solution_passes_every_graded_cell():
     code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
     assert nb["score"] == 15
+
+
+# ------------------------------------------------------------------------------ 7b: fusion, from the trace
+
+def _traced(*rows):
+    """A KernelTime as the device trace of 7b's timed calls gives it: (name, launches per call)."""
+    from grader.harness.kernel_time import KernelRow, KernelTime
+
+    return KernelTime(calls=40, rows=[KernelRow(name, launches, 0.1) for name, launches in rows], busy_ms=2.0)
+
+
+def test_norm_fusion_passes_one_kernel_and_fails_an_add_kernel_then_a_norm_kernel(capsys, monkeypatch):
+    """The solution's one kernel passes; unfused_7b's two (tests/submissions/ch07) fail `not-fused` whatever the
+    bar said, and without a trace the instructor's policy for unchecked cells decides."""
+    ch07.require_norm_fused(_traced(("add_rmsnorm_kernel", 1)))
+    assert "✓ 7b fusion: 1 launch of your kernels per call" in capsys.readouterr().out
+    with pytest.raises(CheckFailed, match=r"7b: your code launched 2 of your kernels per call \(add_kernel ×1, "
+                                          r"rmsnorm_kernel ×1\); fused, it is 1") as exc:
+        ch07.require_norm_fused(_traced(("add_kernel", 1), ("rmsnorm_kernel", 1)))
+    assert exc.value.reason == "not-fused"
+    monkeypatch.setenv("LADDER_UNCHECKED", "zero")
+    from grader.harness.kernel_time import KernelTime
+
+    with pytest.raises(CheckFailed) as exc:
+        ch07.require_norm_fused(KernelTime.untraced("CUPTI unavailable"))
+    assert exc.value.reason == "unchecked" and "7b fusion" in str(exc.value)

@@ -1,7 +1,8 @@
 """7b's previous rung: the same Triton kernels with the fusion taken out: an add kernel writes the
 residual sum, then a norm kernel reads it back. Correct everywhere; it moves one more read of the matrix
-than the fused kernel (5 passes instead of 4: the sum it writes, the fused kernel writes too), and must
-miss the 7b bar every time (assets/results/calibration/ch07-h100). Everything else is the solution."""
+than the fused kernel (5 passes instead of 4: the sum it writes, the fused kernel writes too). It misses the
+7b bar on an H100 (assets/results/calibration/ch07-h100) but clears it on an H200 (calibration/course-h200x4), so
+grading fails it by its two launches a call (`not-fused`) on every GPU. Everything else is the solution."""
 CHAPTER_DIR = "07_reductions"
 CELLS = {
     "norm-solution": '''
