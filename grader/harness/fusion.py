@@ -15,19 +15,19 @@ from ..isolation.rules import unchecked
 from .kernel_time import KernelTime
 
 
-def require_launches(kernels: KernelTime | None, at_most: int, label: str, fused: str, advice: str) -> int:
-    """At most `at_most` launches of the learner's kernels per call, from the timed calls' trace; the count.
+def require_launches(kernels: KernelTime | None, at_most: int, label: str, fused: str, advice: str) -> None:
+    """At most `at_most` launches of the learner's kernels per call, from the timed calls' trace.
 
     `fused` says what the fused answer launches, `advice` what to fuse. Without a trace the fusion cannot be
     graded here, and the instructor's policy for unchecked cells scores it (isolation.rules.unchecked)."""
     if kernels is None or kernels.note is not None:
         unchecked(f"{label} fusion", "counting your kernel launches in the device trace",
                   kernels.note if kernels is not None else "no device trace")
-        return 0
+        return
     launches = round(kernels.launches)
     if launches <= at_most:
         print(f"✓ {label} fusion: {launches} launch{'es' if launches != 1 else ''} of your kernels per call ({fused})")
-        return launches
+        return
     listed = ", ".join(f"{short(r.name)} ×{r.launches:.3g}" for r in kernels.rows)
     raise CheckFailed(f"{label}: your code launched {launches} of your kernels per call ({listed}); fused, it is "
                       f"{at_most}: {fused}. Each extra launch is a step that goes through memory on its own: "

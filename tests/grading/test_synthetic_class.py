@@ -75,3 +75,22 @@ def test_scaling_report_adds_up_the_parts_and_names_every_student_not_graded(tmp
     assert "every score the same in every run" in run.stdout
     assert ("4 GPU(s), speed cells: 2, timed for 4.0 s in all (2.0-2.0 s each), rounds 5-25 (median 25), "
             "1 measured again after a held clock; stopped by budget 1, spread 1") in run.stdout
+
+
+def test_scaling_record_keeps_what_each_speed_cell_recorded(tmp_path):
+    """scaling.py record's reader: each student's speed cells from their autograded notebook, with the fields the
+    report counts (rounds, seconds, what ended the rounds, a second measurement)."""
+    spec = importlib.util.spec_from_file_location("scaling", ROOT / "assets" / "results" / "class-grading" / "scaling.py")
+    scaling = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scaling)
+    record = {"key": "1a", "ratio": 0.9, "rounds": 5, "timing_s": 1.5, "stopped": "verdict", "throttled": False,
+              "remeasured_from": None}
+    cell = nbformat.v4.new_code_cell("check_speed()", metadata={"nbgrader": {"grade_id": "a-speed"}})
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                           text=["✓ 1a speed\n", f"[speed: {json.dumps(record)}]\n"])]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    folder = tmp_path / "autograded" / "alice" / "01_vector_add"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / "01_vector_add.ipynb")
+    found = scaling._speed_checks(tmp_path, "01_vector_add")
+    assert found == {"alice": [{"cell": "a-speed", **record}]}

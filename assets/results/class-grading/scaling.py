@@ -86,7 +86,7 @@ def record(args) -> int:
 
 def _speed_checks(ws: Path, assignment: str) -> dict[str, list[dict]]:
     """Each student's speed cells as their autograded notebook records them (SpeedResult.as_record): how many
-    interleaved rounds each ran, for how long, and whether the clock was held down, for where a class's
+    interleaved rounds each ran, for how long, what ended them, and whether the clock was held down, for where a class's
     time went without bringing its workspace back."""
     from grader.notebooks.speed_outputs import speed_record
 
@@ -97,7 +97,7 @@ def _speed_checks(ws: Path, assignment: str) -> dict[str, list[dict]]:
             if record:
                 found.setdefault(nb_path.parts[-3], []).append(
                     {"cell": cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"),
-                     **{k: record.get(k) for k in ("key", "ratio", "rounds", "timing_s", "throttled", "remeasured_from")}})
+                     **{k: record.get(k) for k in ("key", "ratio", "rounds", "timing_s", "stopped", "throttled", "remeasured_from")}})
     return found
 
 
