@@ -69,7 +69,7 @@ class Figures:
     # enforce_traced_timing fails a run below its bound): how near honest kernels come to that rule.
     traced_ratios: tuple[float, ...] = ()
     # Each run's timing rounds and the seconds they took (grader.harness.timing.compare stops at a spread of
-    # 2% or its time budget): where a rung's calibration time goes.
+    # 2%, a settled verdict or its time budget): where a rung's calibration time goes.
     rounds: tuple[int, ...] = ()
     timing_s: tuple[float, ...] = ()
 
