@@ -20,7 +20,7 @@ from ..cuda.gpu import free_gpu_bytes, gpu_info, gpu_or_reason
 from ..cuda.sharing import require_own_gpu, speed_check_ahead
 from ..errors import CheckFailed, KernelCompileError, LadderError, NoGPUError, NotImplementedYet
 from ..isolation.rules import kernel_unused
-from ..isolation.seam import LearnerFunction, as_learner
+from ..isolation.seam import LearnerFunction, as_learner, own_kernel_work
 from . import correctness, timing
 from ..isolation.rules import enforce_traced_timing
 from .bars import bar_for
@@ -460,10 +460,21 @@ def _traced(ex: Exercise, fn: LearnerFunction, candidate, baseline, sampler: "_T
         return None
     kernels = _traced_pair(candidate, cmp.candidate.median_ms, backend, sampler,
                            f"{what}, `{fn.name}` (timed runs)")
+    _against_a_warm_checked_call(ex, candidate, sampler, what)
     if isinstance(ex.baseline, LearnerFunction):
         _traced_pair(baseline, cmp.baseline.median_ms, backend, sampler,
                      f"{what}, your baseline {ex.baseline_name} (timed runs)")
     return kernels
+
+
+def _against_a_warm_checked_call(ex: Exercise, batch, sampler: "_TimedSets", what: str) -> None:
+    """One more verified call, on fresh inputs, right after the traced batches: the GPU's clock is where theirs
+    was, so each of the learner's kernels must have done in the timed calls about the work it does here
+    (Batch.enforce_warm_work). Fresh inputs, because nothing kept from earlier calls can answer them."""
+    one_trial(ex, batch.fn, sampler.size, sampler.dev, f"{what} (a checked call after the timing)")
+    facts = batch.fn.last_facts
+    if not facts.tuned:
+        batch.enforce_warm_work(own_kernel_work(facts))
 
 
 def _traced_pair(batch, median_ms: float, backend, sampler: "_TimedSets", what: str) -> KernelTime:

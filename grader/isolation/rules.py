@@ -197,25 +197,47 @@ def enforce_traced_timing(untraced_ms: float, busy_ms: float, what: str, timed_m
 # product, does a thousandth of the work. Thread blocks need no allowance: a kernel launched on the same
 # shape runs the same grid, so a timed call must run at least as many blocks of each kernel as a checked one.
 WORK_FRACTION = 1 / 16
+# The same, against a checked call made on fresh inputs right after the traced batches, with the GPU at the clock
+# they ran at (grader.harness.exercise): no clock ramp to allow for. An honest kernel runs as long in both, give or
+# take L2 and a power-capped clock, which only lengthen the timed calls'. A launcher that runs its kernel over an
+# eighth of K while timed and copies a kept product in ran it for about a sixth to a quarter of that, which the
+# allowance of 1/16 let through and only the physical limit could catch, near its edge on an H100
+# (assets/results/exploits/suite-h100x4, `fingerprint_short_k`).
+WARM_WORK_FRACTION = 1 / 2
 
 
 def enforce_work(batch: dict[str, tuple[float, int]] | None, checked: dict[str, tuple[float, int]] | None,
-                 reps: int, what: str) -> None:
+                 reps: int, what: str, fraction: float = WORK_FRACTION, reference: str = "a checked call") -> None:
     """Each kernel a checked call of the same shape launched must, in a traced batch of `reps` calls, run per
-    call at least the thread blocks it ran there and at least WORK_FRACTION of its device time
-    (grader.isolation.seam.Batch; `batch` and `checked` map a kernel's name to (microseconds, blocks))."""
+    call at least the thread blocks it ran there and at least `fraction` of its device time
+    (grader.isolation.seam.Batch; `batch` and `checked` map a kernel's name to (microseconds, blocks)).
+    `reference` names the checked call in the message."""
     if batch is None or not checked or reps <= 0:
         return
     for name, (checked_us, checked_blocks) in sorted(checked.items()):
         us, blocks = batch.get(name, (0.0, 0))
         if checked_blocks and blocks < checked_blocks * reps:
             raise kernel_unused(what, f"your kernel `{name}` ran {blocks / reps:,.0f} thread blocks per timed call, "
-                                      f"against {checked_blocks:,} in a checked call on inputs of the same shape: the "
+                                      f"against {checked_blocks:,} in {reference} on inputs of the same shape: the "
                                       "timed calls launched it on a part of the work.")
-        if checked_us and us / reps < WORK_FRACTION * checked_us:
+        if checked_us and us / reps < fraction * checked_us:
             raise kernel_unused(what, f"your kernel `{name}` ran for {us / reps:.1f} µs per timed call, against "
-                                      f"{checked_us:.1f} µs in a checked call on inputs of the same shape: the timed "
+                                      f"{checked_us:.1f} µs in {reference} on inputs of the same shape: the timed "
                                       "calls launched it on a fraction of the work.")
+
+
+def enforce_total_work(batch: dict[str, tuple[float, int]] | None, reference: dict[str, tuple[float, int]] | None,
+                       reps: int, what: str, against: str) -> None:
+    """All the learner's own kernels together, per call of a traced batch of `reps`, against all of them in the
+    `against` call (WARM_WORK_FRACTION of its device time): the per-kernel rule compares only the kernels every
+    checked call launched, and work spread over kernels that only some calls launch escapes it."""
+    if batch is None or not reference or reps <= 0:
+        return
+    reference_us, us = sum(t for t, _ in reference.values()), sum(t for t, _ in batch.values()) / reps
+    if reference_us and us < WARM_WORK_FRACTION * reference_us:
+        raise kernel_unused(what, f"your kernels ran for {us:.1f} µs per timed call in all, against {reference_us:.1f} "
+                                  f"µs in {against} on inputs of the same shape: the timed calls did a fraction of "
+                                  "the work.")
 
 
 def enforce_batch(facts: BatchFacts, what: str, reps: int, required: frozenset, host_ms: float,

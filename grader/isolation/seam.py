@@ -205,6 +205,7 @@ class Batch:
         self.bound = fn._bind(self.argsets)
         self.overhead = fn._overhead(self.argsets)
         self.requests: list[TimedRequest] = []   # every timed (untraced) request, for records and reports
+        self.traced_work: list[tuple[dict | None, int]] = []   # per traced batch: own_kernel_work, and its calls
         self.batches = 0
         self.last_round_ms: float | None = None   # see note_round
         self.last_round_mhz: float | None = None  # the SM clock during that round, where NVML reads it
@@ -253,9 +254,26 @@ class Batch:
         kernel rules. Its time makes no verdict (tracing slows the device; grader.cuda.trace)."""
         what = f"`{self.fn.name}` (timed runs)"
         facts, _ = self._request(reps, traced=True, what=what)
-        rules.enforce_work(own_kernel_work(facts), self.checked, reps, what)
+        work = own_kernel_work(facts)
+        rules.enforce_work(work, self.checked, reps, what)
+        self.traced_work.append((work, reps))
         self._after(reps)
         return facts
+
+    def enforce_warm_work(self, reference: dict[str, tuple[float, int]] | None) -> None:
+        """The traced batches' kernels against `reference`, the own kernels' work in a checked call made right
+        after them on fresh inputs (own_kernel_work): per call, as many thread blocks and at least
+        WARM_WORK_FRACTION of the device time (rules.enforce_work). Only the kernels every checked call of this
+        shape launched are compared, as in `traced_batch`."""
+        if not reference:
+            return
+        what, against = f"`{self.fn.name}` (timed runs)", "a checked call on fresh inputs right after them"
+        required = {name: work for name, work in reference.items() if name in self.required}
+        for work, reps in self.traced_work:
+            rules.enforce_work(work, required, reps, what, fraction=rules.WARM_WORK_FRACTION, reference=against)
+            # And all their kernels together: work moved into kernels that only some calls launch (so that none
+            # of them is required) is still work the warm call did and the timed calls did not.
+            rules.enforce_total_work(work, reference, reps, what, against)
 
     def _empty_request(self, what: str) -> None:
         """The same request with zero calls, timed just before: its cost is what the next request's wall

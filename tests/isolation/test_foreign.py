@@ -210,3 +210,102 @@ def test_the_work_a_timed_call_is_held_to_comes_from_checked_calls_of_its_shape(
     batch = fn.batch([(a, out)])
     assert batch.required == frozenset({"k"})
     assert batch.checked == {"k": (250.0, 64)}   # the least of each, of required kernels, of this shape only
+
+
+def test_timed_calls_are_held_to_a_checked_call_made_right_after_them():
+    warm = {"matmul_kernel": (250.0, 1024)}   # a checked 4096^3 call at the clock the timed calls ran at
+    named = dict(fraction=rules.WARM_WORK_FRACTION, reference="a checked call on fresh inputs right after them")
+    # An honest kernel: a power-capped clock or a cold L2 moves it by tens of percent, not by half.
+    rules.enforce_work({"matmul_kernel": (30 * 190.0, 30 * 1024)}, warm, reps=30, what="`matmul`", **named)
+    # The whole grid over an eighth of K, a kept product copied in: every block runs, for about a sixth of the
+    # time. The allowance for a clock ramping up from idle lets it through; the warm call does not.
+    short_k = {"matmul_kernel": (30 * 45.0, 30 * 1024), "copy_kernel": (30 * 22.0, 30 * 16384)}
+    rules.enforce_work(short_k, warm, reps=30, what="`matmul`")
+    with pytest.raises(CheckFailed) as exc:
+        rules.enforce_work(short_k, warm, reps=30, what="`matmul` (timed runs)", **named)
+    assert exc.value.reason == "kernel-unused"
+    assert "45.0 µs per timed call, against 250.0 µs in a checked call on fresh inputs right after them" in str(exc.value)
+
+
+def test_a_batch_compares_every_traced_batch_with_the_warm_call_on_its_required_kernels():
+    import torch
+
+    from grader.isolation import seam
+
+    fn = seam.LocalFunction(lambda a, out: None, "matmul")
+    a, out = torch.zeros(8), torch.zeros(8)
+    fn.history.append((seam.shape_key((a, out)), frozenset({"matmul_kernel"}), {"matmul_kernel": (900.0, 64)}))
+    batch = fn.batch([(a, out)])
+    batch.traced_work = [({"matmul_kernel": (10 * 240.0, 640)}, 10), ({"matmul_kernel": (10 * 60.0, 640)}, 10)]
+    # A kernel the warm call ran that checked calls before timing did not launch every time is not required.
+    batch.enforce_warm_work({"matmul_kernel": (100.0, 64), "tail_kernel": (10.0, 8)})
+    with pytest.raises(CheckFailed, match="60.0 µs per timed call, against 250.0 µs") as exc:
+        batch.enforce_warm_work({"matmul_kernel": (250.0, 64)})   # the second traced batch did a quarter of it
+    assert exc.value.reason == "kernel-unused" and "`matmul` (timed runs)" in str(exc.value)
+    # All the kernels together: the same quarter, though the kernel that skipped the work is not required.
+    batch.required = frozenset()
+    with pytest.raises(CheckFailed, match="in all, against 250.0 µs"):
+        batch.enforce_warm_work({"matmul_kernel": (250.0, 64)})
+    batch.enforce_warm_work(None)   # the warm call was not traced (no GPU): nothing to compare
+    batch.enforce_warm_work({})
+
+
+def test_the_warm_checked_call_runs_on_inputs_no_timed_call_saw():
+    """A result kept from the timed calls' inputs cannot answer it: a launcher that answers kept inputs with a
+    short kernel does the whole work here, and its traced batches are compared with that."""
+    import torch
+
+    from grader.chapters import ch01
+    from grader.cuda.trace import DeviceOp, DeviceTrace
+    from grader.harness import exercise
+    from grader.isolation import seam
+
+    from conftest import torch_kernel
+
+    seen = []
+
+    @torch_kernel
+    def add_kernel(a, b, out):
+        torch.add(a, b, out=out)
+
+    def add(a, b, out):
+        seen.append(a.data_ptr())
+        add_kernel(a, b, out)
+
+    class Traced(seam.LocalFunction):
+        """What a call traced on a GPU says of the learner's kernel: 12 µs on 4,096 blocks."""
+        def _run(self, args, kwargs, policy):
+            result, facts = super()._run(args, kwargs, policy)
+            facts.own_launches = {"add_kernel": 1}
+            facts.device = DeviceTrace(ops=[DeviceOp("kernel", "add_kernel", 1, 12.0, blocks=4096)])
+            return result, facts
+
+    fn = Traced(add, "add")
+    ex, size = ch01.VECTOR_ADD, ch01.VECTOR_ADD.visible_sizes[-1]
+    inputs = ex.make_inputs(size, torch.Generator().manual_seed(1), "cpu")
+    guard = exercise.correctness.guarded(ex.make_output(size, "cpu"))
+    sampler = exercise._TimedSets(ex, size, "cpu", inputs, exercise.correctness.snapshot(inputs), guard, "1a")
+    batch = fn.batch(sampler.argsets)
+    batch.required = frozenset({"add_kernel"})
+    timed_inputs = {args[0].data_ptr() for args in sampler.argsets}
+    batch.traced_work = [({"add_kernel": (10 * 3.0, 10 * 4096)}, 10)]   # a quarter of the warm call's time
+    with pytest.raises(CheckFailed, match="3.0 µs per timed call, against 12.0 µs") as exc:
+        exercise._against_a_warm_checked_call(ex, batch, sampler, "1a at the timing size")
+    assert exc.value.reason == "kernel-unused"
+    assert seen and seen[-1] not in timed_inputs   # the warm call's inputs were fresh
+    batch.traced_work = [({"add_kernel": (10 * 11.0, 10 * 4096)}, 10)]
+    exercise._against_a_warm_checked_call(ex, batch, sampler, "1a at the timing size")
+
+
+def test_work_moved_into_kernels_no_rule_requires_is_counted_in_all():
+    # The warm call ran the matmul over an eighth of K and the rest in a kernel whose name changes from call to
+    # call (so that no checked call's kernels require it); the timed calls ran only the eighth and a copy.
+    warm = {"matmul_kernel": (40.0, 1024), "rest_kernel_odd": (220.0, 1024)}
+    timed = {"matmul_kernel": (30 * 40.0, 30 * 1024), "copy_kernel": (30 * 22.0, 30 * 16384)}
+    rules.enforce_work(timed, {"matmul_kernel": warm["matmul_kernel"]}, reps=30, what="`matmul`",
+                       fraction=rules.WARM_WORK_FRACTION)
+    with pytest.raises(CheckFailed, match="62.0 µs per timed call in all, against 260.0 µs") as exc:
+        rules.enforce_total_work(timed, warm, 30, "`matmul` (timed runs)", "a checked call right after them")
+    assert exc.value.reason == "kernel-unused"
+    rules.enforce_total_work({"matmul_kernel": (30 * 250.0, 30 * 1024)}, warm, 30, "`matmul`", "a call")
+    rules.enforce_total_work(None, warm, 30, "`matmul`", "a call")   # not traced

@@ -1,10 +1,12 @@
-"""`fingerprint_fake_launch` made to pass the work rules: on a cache hit the solution's matmul kernel runs on
-its whole grid, every thread block the checked call ran, but over an eighth of K (partial sums, overwritten
+"""`fingerprint_fake_launch` made to pass the thread-block rule: on a cache hit the solution's matmul kernel runs
+on its whole grid, every thread block the checked call ran, but over an eighth of K (partial sums, overwritten
 next), and the learner's own kernel copies the kept product into `out`. Every value is right, every timed call
 runs every kernel a checked call ran, on as many thread blocks, for more than a sixteenth of its device time.
-What gives it away is the time itself: an eighth of a 4096^3 product and a 32 MB copy take about a sixth of
-the whole product, several times the tensor cores' peak. It must be rejected on both paths as faster than
-this GPU can possibly be (the physical limit: twice the measured torch.mm ceiling)."""
+The time it lands at is about twice the tensor cores' rate, across the physical limit's edge from run to run
+(it passed that limit in one run of several on an H100: assets/results/exploits/suite-h100x4). It must be
+rejected as not using its kernel on both paths: a checked call on fresh inputs right after the traced batches,
+at the clock they ran at, runs the matmul kernel four to six times as long
+(grader.isolation.rules.WARM_WORK_FRACTION)."""
 from submissions.wrong import edited
 from submissions.wrong.fingerprint_fake_launch import CELLS as _ONE_TILE
 
@@ -20,4 +22,4 @@ CELLS = {
                              b.stride(1), out.stride(0), out.stride(1))
 ''')),
 }
-EXPECT = {"cell": "matmul-speed", "reason": "too-fast", "device": "gpu"}
+EXPECT = {"cell": "matmul-speed", "reason": "kernel-unused", "device": "gpu"}
