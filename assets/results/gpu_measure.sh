@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU measurement recorded under assets/results/, one subcommand each, on a GPU machine that has
 # torch, Triton and CuPy. Where it has no Jupyter stack and no network, carry the stack as wheels in .whl/
-# (and dask, distributed and dask-cuda in .whl-dask/ for `class` on several GPUs), downloaded with
+# (and dask, distributed and dask-cuda in .whl-dask/ for `class` on several GPUs, with py-spy for
+# class-grading/run.sh's `profile`), downloaded with
 # shared/tools/offline-wheels.sh; they are installed into /tmp/site first.
 #   bash assets/results/gpu_measure.sh STEP OUT [ARGS...]
 # Each step writes under OUT (with the GPU's name in OUT/gpu.txt). STEP:

@@ -94,3 +94,35 @@ def test_scaling_record_keeps_what_each_speed_cell_recorded(tmp_path):
     nbformat.write(nb, folder / "01_vector_add.ipynb")
     found = scaling._speed_checks(tmp_path, "01_vector_add")
     assert found == {"alice": [{"cell": "a-speed", **record}]}
+
+
+def test_waits_tells_what_each_kind_of_process_waited_in_per_student(tmp_path):
+    """waits.py on samples like run.sh's: a check worker (a spawned child of a verifier, forked from its server)
+    told apart from a Dask worker by its parent, seconds per student, py-spy's stacks by the course's frame."""
+    import gzip
+
+    spec = importlib.util.spec_from_file_location("waits", ROOT / "assets" / "results" / "class-grading" / "waits.py")
+    waits = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(waits)
+    spawned = "python3 -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5) --multiprocessing-fork"
+    for name, students, in_driver in (("c-gpus1", 1, 2), ("c-gpus4", 4, 12)):
+        run = tmp_path / name
+        run.mkdir()
+        lines = []
+        for t in range(20):
+            lines += [f"@ {t / 2}", "  7 1 S do_epoll_wait python3 -m distributed.cli.dask_worker",
+                      f"  8 7 S futex_wait_queue {spawned}", "  9 1 R - ps -e -o pid=,ppid="]
+            for s in range(students):
+                lines += [f"  {20 + s} 1 S do_sys_poll python3 -m grader.isolation.server 5",
+                          f"  {30 + s} {20 + s} {'D' if t < in_driver else 'S'} nvidia_ioctl {spawned}"]
+        with gzip.open(run / "ps.txt.gz", "wt") as f:
+            f.write("\n".join(lines) + "\n")
+        with gzip.open(run / "pyspy.txt.gz", "wt") as f:
+            f.write(f'process 30:"{spawned}";thread (0x1);serve (grader/isolation/worker.py:10);'
+                    f"wait (threading.py:300) {20 * students * in_driver}\n")
+        (run / "record.json").write_text(json.dumps({"students": [[f"s{i}", {}] for i in range(students)]}))
+    text = waits.report([tmp_path / "c-gpus1", tmp_path / "c-gpus4"])
+    assert "| check worker | disk or driver: nvidia_ioctl | 1.0 | 6.0 |" in text   # 2 and 12 samples of 0.5 s
+    assert "| dask worker | asleep: futex_wait_queue | 10.0 | 2.5 |" in text      # one for the run, per student
+    assert "| spawned: check worker or Dask worker | `serve (grader/isolation/worker.py:10)` | 2.0 | 12.0 |" in text
+    assert "ps -e" not in text

@@ -21,6 +21,10 @@
 #       student alone with nothing shared, as before slots), then with half as many slots as CPUs (as many
 #       checks on the machine as one student alone runs), each in a workspace of its own. Goal: a correct
 #       student's seconds with 4 workers within 10% of alone.
+#   bash assets/results/class-grading/run.sh profile "$OUT/profile"
+#       the first two gradings of `student`, with py-spy sampling every process (PYSPY=1 does it for any run;
+#       py-spy's wheel carried in .whl-dask) and what they waited in compared (waits.py). Every run
+#       also keeps ps.txt.gz: each process's state and kernel wait channel twice a second.
 #   python3 assets/results/class-grading/scaling.py report DIR/*/record.json > scaling.md
 #       (anywhere, on the records that came back) every run's wall time and speed-up against the 1-GPU
 #       parts of the same class, per student the seconds alone and in each class, scores identical.
@@ -43,11 +47,23 @@ grade() {
     vmstat -t 1 > "$dir/vmstat.txt" 2>&1 & local vm=$!
     (while sleep 2; do date +%T; nvidia-smi --query-compute-apps=pid,gpu_bus_id,used_memory --format=csv,noheader; done) \
         > "$dir/gpu_apps.txt" 2>&1 & local apps=$!
+    # What every process is doing, twice a second: its state and, asleep, the kernel function it waits in
+    (while sleep 0.5; do echo "@ $(date +%s.%N)"; ps -e -o pid=,ppid=,stat=,wchan:32=,args= | cut -c1-200; done) \
+        > "$dir/ps.txt" 2>&1 & local sampler=$!
     local start; start=$(date +%s.%N)
     timeout "${CLASS_LIMIT_S:-86400}" python3 -m grader.cli grade "$dir/subs" --assignment "$chapter" \
-        --workspace "$dir/ws" --no-progress "${extra[@]}" > "$dir/grade.txt" 2> "$dir/grade.stderr"
+        --workspace "$dir/ws" --no-progress "${extra[@]}" > "$dir/grade.txt" 2> "$dir/grade.stderr" &
+    local grading=$!
+    # PYSPY=1: py-spy (carried in .whl-dask) samples the grading and every process under it, idle stacks too,
+    # without stopping them. Attached rather than wrapping the command, so that a machine that forbids it costs
+    # this record, not the grading.
+    [ -n "${PYSPY:-}" ] && py-spy record --pid $grading --subprocesses --idle --nonblocking --rate 20 --format raw \
+        -o "$dir/pyspy.txt" > "$dir/pyspy.log" 2>&1 &
+    wait $grading
     local rc=$? wall; wall=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")
-    kill $vm $apps 2>/dev/null
+    sleep 2   # py-spy writes its file once the process it follows is gone
+    kill $vm $apps $sampler 2>/dev/null
+    gzip -f "$dir/ps.txt"; [ -e "$dir/pyspy.txt" ] && gzip -f "$dir/pyspy.txt"
     echo "rc=$rc gpus=$gpus chapter=$chapter copies=$copies part=${part:-all} wall_s=$wall" | tee "$dir/wall.txt"
     python3 $here/scaling.py record "$dir/ws" "$chapter" "$dir/expected.json" "$wall" > "$dir/record.json"
     python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('scores as expected:', r['scores_as_expected'])" "$dir/record.json"
@@ -66,5 +82,13 @@ case "$mode" in
     LADDER_HOST_CHECKS=$(( $(nproc) / 2 )) grade "$out/correct-gpus4-halfslots" 4 01_vector_add 1 "" correct
     python3 $here/scaling.py report "$out"/*/record.json | tee "$out/student.md"
     ;;
-  *) echo "unknown mode $mode: class or student"; exit 2 ;;
+  profile)
+    # Where a correct student's time goes alone and four at once: the same two gradings as the first of
+    # `student`, sampled by py-spy and ps, then what the processes waited in, side by side (waits.py)
+    PYSPY=1 grade "$out/correct-gpus1" 1 01_vector_add 1 1/4 correct
+    PYSPY=1 grade "$out/correct-gpus4" 4 01_vector_add 1 "" correct
+    python3 $here/scaling.py report "$out"/*/record.json > "$out/student.md"
+    python3 $here/waits.py "$out/correct-gpus1" "$out/correct-gpus4" | tee "$out/waits.md"
+    ;;
+  *) echo "unknown mode $mode: class, student or profile"; exit 2 ;;
 esac
