@@ -453,9 +453,10 @@ def _traced(ex: Exercise, fn: LearnerFunction, candidate, baseline, sampler: "_T
             what: str) -> KernelTime | None:
     """Two traced batches of the learner's calls after the timed rounds (and of a baseline that is the
     learner's own launcher): every kernel that ran must be theirs (judged as each batch returns), calls
-    timed untraced must not have been much faster than the device was busy per call in them, and the
-    report learns where each call's time went. Tracing after the timing, never during it, keeps it from
-    moving the ratio. Without a GPU there is nothing to trace."""
+    timed untraced must not have been much faster than the device was busy per call in them, their kernels
+    must have done about the work they do in a checked call made right after them, and the report learns
+    where each call's time went. Tracing after the timing, never during it, keeps it from moving the ratio.
+    Without a GPU there is nothing to trace."""
     if getattr(backend, "device", None) != "cuda":
         return None
     kernels = _traced_pair(candidate, cmp.candidate.median_ms, backend, sampler,
