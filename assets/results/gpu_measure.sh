@@ -103,11 +103,17 @@ case "$step" in
     # run in order until LANES_S seconds (default 560) from the start are spent, each under the time left:
     #   cal:CH:KEYS   `calibrate CH` with BARS=KEYS (RUNS as for calibrate), into OUT/laneN/cal-CH-KEYS
     #   exp:NAMES     the exploit entries NAMES (comma-separated) by timing-integrity/run.sh, into OUT/laneN/exp;
-    #                 exp:@K/N every Nth entry from the Kth (0-based), the sanitizer's entries with K = 0
+    #                 exp:@K/N every Nth entry from the Kth (0-based), the sanitizer's entries with K = 0;
+    #                 exp:queue the next entry from one queue every such lane shares, the longest first by the
+    #                 recorded runs (exploits/entry_queue.py; QUEUE_NAMES="a b" narrows it), so that the lanes end
+    #                 together; what the time left is in OUT/queue-left.txt
     #   check10:NB    `check10 NB` (ladder check --repeat REPEAT, default 10), into OUT/laneN/check10-NAME
     #   stab:TARGETS  `stability` on NB:CELL targets (comma-separated), into OUT/laneN/stab-TIME
     # An item not started or cut short is named in OUT/laneN/left.txt, to be given to the next call.
     end=$(( $(date +%s) + ${LANES_S:-560} )); lane=0
+    if [[ " $* " == *exp:queue* ]]; then
+      python3 "$here/exploits/entry_queue.py" ${QUEUE_NAMES:-} > "$out/queue.txt" || exit 1
+    fi
     for items in "$@"; do
       (
         export CUDA_VISIBLE_DEVICES=$lane; dir=$out/lane$lane; mkdir -p "$dir"
@@ -120,6 +126,8 @@ case "$step" in
             cal:*) IFS=: read -r _ ch keys <<< "$item"
                    BARS=$keys timeout "$left" bash "$here/gpu_measure.sh" calibrate "$dir/cal-$ch-${keys//,/+}" "$ch" \
                      > "$dir/cal-$ch-${keys//,/+}.log" 2>&1 ;;
+            exp:queue) QUEUE="$out/queue.txt" EXPLOITS_S=$left timeout "$left" bash "$here/timing-integrity/run.sh" \
+                     exploits "$dir/exp" > "$dir/exp-$began.log" 2>&1 ;;
             exp:@*) SHARD=${item#exp:@} EXPLOITS_S=$left timeout "$left" bash "$here/timing-integrity/run.sh" \
                      exploits "$dir/exp" > "$dir/exp-$began.log" 2>&1 ;;
             exp:*) names=${item#exp:}
@@ -145,6 +153,7 @@ case "$step" in
       tail -qn 12 "$dir"/check10-*/check10.txt "$dir"/stab-*/stability.md 2>/dev/null
       [ -e "$dir/left.txt" ] && { echo "left:"; cat "$dir/left.txt"; }
     done | tee "$out/lanes.txt"
+    [ -s "$out/queue.txt" ] && { echo "left in the queue:"; cat "$out/queue.txt"; } | tee "$out/queue-left.txt"
     # Many small files do not all come back from a device call: one archive, and the summary beside it.
     pack && rm -rf "$out"/lane[0-9]*
     ;;

@@ -9,7 +9,9 @@
 #       each in its own pytest, so that a call cut short keeps every finished entry's verdict and message:
 #       OUT/ENTRY.txt, and one line a entry in OUT/exploits.txt; then, with no entries named, the sanitizer's
 #       entries (SANITIZE_S, default 100). SHARD=K/N keeps every Nth entry from the Kth (0-based), for N GPUs side
-#       by side (gpu_measure.sh lanes); only shard 0 runs the sanitizer's entries
+#       by side (gpu_measure.sh lanes); only shard 0 runs the sanitizer's entries. QUEUE=FILE instead takes one
+#       node id at a time from the top of FILE, shared with the other lanes (a line SANITIZER: the sanitizer's
+#       entries), until FILE is empty or the time is spent; what is left stays in FILE
 set -uo pipefail
 # (`part`, not `step`: the sourced set-up sets `step` in this shell)
 part=$1; out=$2; shift 2
@@ -36,6 +38,26 @@ case "$part" in
       while [ ${#nodes[@]} -gt 0 ] && [[ "${nodes[0]}" != *"[$FROM]" ]]; do nodes=("${nodes[@]:1}"); done
     fi
     end=$(( $(date +%s) + ${EXPLOITS_S:-520} ))
+    if [ -n "${QUEUE:-}" ]; then
+      # The next entry, under a lock: lanes that share the queue never take the same one
+      take() { flock "$QUEUE.lock" bash -c 'head -n 1 "$0"; sed -i 1d "$0"' "$QUEUE"; }
+      while [ $(( end - $(date +%s) )) -ge 30 ]; do
+        node=$(take); [ -n "$node" ] || break
+        left=$(( end - $(date +%s) ))
+        if [ "$node" = SANITIZER ]; then
+          timeout $left python3 -m pytest -p no:cacheprovider -q -rA tests/sanitizer/test_sanitize.py \
+            -k "every_sanitizer_entry" > "$out/sanitizer.txt" 2>&1
+          code=$?; [ $code -eq 0 ] || rc=1
+          echo "sanitizer rc=$code $(tail -1 "$out/sanitizer.txt")" | tee -a "$out/exploits.txt"; continue
+        fi
+        name=${node##*[}; name=${name%]}
+        timeout $left python3 -m pytest -p no:cacheprovider -q -rA --tb=short "$node" > "$out/$name.txt" 2>&1
+        code=$?; [ $code -eq 0 ] || rc=1
+        echo "$name rc=$code $(tail -1 "$out/$name.txt")" | tee -a "$out/exploits.txt"
+        grep -E "^E   (AssertionError|  )" "$out/$name.txt" | head -3
+      done
+      exit $rc
+    fi
     for node in "${nodes[@]}"; do
       name=${node##*[}; name=${name%]}
       left=$(( end - $(date +%s) ))
