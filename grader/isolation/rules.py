@@ -198,8 +198,9 @@ def enforce_traced_timing(untraced_ms: float, busy_ms: float, what: str, timed_m
 # shape runs the same grid, so a timed call must run at least as many blocks of each kernel as a checked one.
 WORK_FRACTION = 1 / 16
 # The same, against a checked call made on fresh inputs right after the traced batches, with the GPU at the clock
-# they ran at (grader.harness.exercise): no clock ramp to allow for. An honest kernel runs as long in both, give or
-# take L2 and a power-capped clock, which only lengthen the timed calls'. A launcher that runs its kernel over an
+# they ran at (grader.harness.exercise): no clock ramp to allow for. A kernel doing the same work runs about as long
+# in both: the timed calls' inputs may sit in L2 where their two sets fit there, and a power-capped clock lengthens
+# them; half leaves room for both. A launcher that runs its kernel over an
 # eighth of K while timed and copies a kept product in ran it for about a sixth to a quarter of that, which the
 # allowance of 1/16 let through and only the physical limit could catch, near its edge on an H100
 # (assets/results/exploits/suite-h100x4, `fingerprint_short_k`).
