@@ -20,6 +20,35 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,p
 rc=0
 case "$part" in
   exploits)
+    # One entry in its own pytest (node id, seconds left), its verdict in OUT/NAME.txt and a line in exploits.txt
+    entry() {
+      local name=${1##*[}; name=${name%]}
+      timeout "$2" python3 -m pytest -p no:cacheprovider -q -rA --tb=short "$1" > "$out/$name.txt" 2>&1
+      local code=$?; [ $code -eq 0 ] || rc=1
+      echo "$name rc=$code $(tail -1 "$out/$name.txt")" | tee -a "$out/exploits.txt"
+      grep -E "^E   (AssertionError|  )" "$out/$name.txt" | head -3
+    }
+    # The sanitizer's entries (seconds left), into OUT/sanitizer.txt
+    sanitizer() {
+      timeout "$1" python3 -m pytest -p no:cacheprovider -q -rA tests/sanitizer/test_sanitize.py \
+        -k "every_sanitizer_entry" > "$out/sanitizer.txt" 2>&1
+    }
+    end=$(( $(date +%s) + ${EXPLOITS_S:-520} ))
+    if [ -n "${QUEUE:-}" ]; then
+      # The next entry, under a lock: lanes that share the queue never take the same one
+      take() { flock "$QUEUE.lock" bash -c 'head -n 1 "$0"; sed -i 1d "$0"' "$QUEUE"; }
+      while [ $(( end - $(date +%s) )) -ge 30 ]; do
+        node=$(take); [ -n "$node" ] || break
+        left=$(( end - $(date +%s) ))
+        if [ "$node" = SANITIZER ]; then
+          sanitizer $left; code=$?; [ $code -eq 0 ] || rc=1
+          echo "sanitizer rc=$code $(tail -1 "$out/sanitizer.txt")" | tee -a "$out/exploits.txt"
+        else
+          entry "$node" $left
+        fi
+      done
+      exit $rc
+    fi
     # Node ids of the entries that need a GPU (the others run in the CPU suite), or of the entries named.
     mapfile -t nodes < <(python3 -m pytest -p no:cacheprovider --co -q tests/notebooks/test_exploits.py -m gpu \
       | grep '\[')
@@ -37,38 +66,16 @@ case "$part" in
     if [ -n "${FROM:-}" ]; then
       while [ ${#nodes[@]} -gt 0 ] && [[ "${nodes[0]}" != *"[$FROM]" ]]; do nodes=("${nodes[@]:1}"); done
     fi
-    end=$(( $(date +%s) + ${EXPLOITS_S:-520} ))
-    if [ -n "${QUEUE:-}" ]; then
-      # The next entry, under a lock: lanes that share the queue never take the same one
-      take() { flock "$QUEUE.lock" bash -c 'head -n 1 "$0"; sed -i 1d "$0"' "$QUEUE"; }
-      while [ $(( end - $(date +%s) )) -ge 30 ]; do
-        node=$(take); [ -n "$node" ] || break
-        left=$(( end - $(date +%s) ))
-        if [ "$node" = SANITIZER ]; then
-          timeout $left python3 -m pytest -p no:cacheprovider -q -rA tests/sanitizer/test_sanitize.py \
-            -k "every_sanitizer_entry" > "$out/sanitizer.txt" 2>&1
-          code=$?; [ $code -eq 0 ] || rc=1
-          echo "sanitizer rc=$code $(tail -1 "$out/sanitizer.txt")" | tee -a "$out/exploits.txt"; continue
-        fi
-        name=${node##*[}; name=${name%]}
-        timeout $left python3 -m pytest -p no:cacheprovider -q -rA --tb=short "$node" > "$out/$name.txt" 2>&1
-        code=$?; [ $code -eq 0 ] || rc=1
-        echo "$name rc=$code $(tail -1 "$out/$name.txt")" | tee -a "$out/exploits.txt"
-        grep -E "^E   (AssertionError|  )" "$out/$name.txt" | head -3
-      done
-      exit $rc
-    fi
     for node in "${nodes[@]}"; do
       name=${node##*[}; name=${name%]}
       left=$(( end - $(date +%s) ))
       if [ $left -lt 30 ]; then echo "$name not run: time spent (start the next call with FROM=$name)" | tee -a "$out/exploits.txt"; break; fi
-      timeout $left python3 -m pytest -p no:cacheprovider -q -rA --tb=short "$node" > "$out/$name.txt" 2>&1
-      code=$?; [ $code -eq 0 ] || rc=1
-      echo "$name rc=$code $(tail -1 "$out/$name.txt")" | tee -a "$out/exploits.txt"
-      grep -E "^E   (AssertionError|  )" "$out/$name.txt" | head -3
+      entry "$node" $left
     done
-    [ $# -gt 0 ] || [ "$k" -ne 0 ] || timeout "${SANITIZE_S:-100}" python3 -m pytest -p no:cacheprovider -q -rA tests/sanitizer/test_sanitize.py \
-      -k "every_sanitizer_entry" 2>&1 | tee "$out/sanitizer.txt" | tail -3 || rc=1
+    if [ $# -eq 0 ] && [ "$k" -eq 0 ]; then
+      sanitizer "${SANITIZE_S:-100}" || rc=1
+      tail -3 "$out/sanitizer.txt"
+    fi
     ;;
   *) echo "unknown part $part"; exit 2 ;;
 esac
