@@ -41,6 +41,8 @@ LEADERBOARD_SIZE = 10
 # recorded profiles are (grader.profiling.recorded); an installed copy without them shows no rungs.
 RESULTS = Path(__file__).resolve().parents[2] / "assets" / "results"
 CALIBRATIONS = "**/*calibration*.json"
+# `ladder calibrate --out NAME.toml` keeps its runs beside the bars, in NAME.json (grader.classgrade.calibrate)
+CALIBRATE_BARS = "**/*.toml"
 
 @dataclass
 class Speed:
@@ -100,22 +102,45 @@ def shown_name(name: str, setting: str) -> str:
     return {"names": name, "initials": initials(name), "none": ""}[setting]
 
 
+def _rung_name(label: str) -> str:
+    """"5a naive kernel (naive_5a)" -> "naive_5a": the rung's own name, where its label gives one."""
+    found = re.search(r"\(([^()]+)\)\s*$", label)
+    return found[1] if found else label or "?"
+
+
+def _calibrated(data: dict) -> list[tuple[str, str, list[float]]]:
+    """(bar key, rung label, speed-ups) of one calibration record, in either of its two layouts: a chapter's
+    calibration script's ("rungs", each with its "runs"), or `ladder calibrate`'s ("bars", each with its rungs'
+    "speedups")."""
+    found = []
+    for rung in data.get("rungs", []) if isinstance(data.get("rungs"), list) else []:
+        if isinstance(rung, dict) and "bar_key" in rung:
+            found.append((rung["bar_key"], rung.get("rung", ""),
+                          [r.get("speedup") for r in rung.get("runs", []) if isinstance(r, dict)]))
+    for bar in data.get("bars", []) if isinstance(data.get("bars"), list) else []:
+        for rung in bar.get("rungs", []) if isinstance(bar, dict) and "key" in bar else []:
+            if isinstance(rung, dict):
+                found.append((bar["key"], rung.get("label", ""), list(rung.get("speedups") or [])))
+    return [(key, label, [v for v in values if isinstance(v, (int, float))]) for key, label, values in found]
+
+
 def recorded_rungs(root: Path = RESULTS) -> dict[str, list[Rung]]:
     """bar key -> the rungs calibrated for it, on each GPU (assets/results/: each rung's speed-ups over its runs)."""
     found: dict[str, dict[tuple[str, str], Rung]] = defaultdict(dict)
-    for path in sorted(root.glob(CALIBRATIONS)):
+    records = set(root.glob(CALIBRATIONS)) | {bars.with_suffix(".json") for bars in root.glob(CALIBRATE_BARS)
+                                              if bars.with_suffix(".json").is_file()}
+    for path in sorted(records):
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        for rung in data.get("rungs", []) if isinstance(data.get("rungs"), list) else []:
-            speedups = [r["speedup"] for r in rung.get("runs", []) if isinstance(r.get("speedup"), (int, float))]
-            if not speedups or "bar_key" not in rung:
-                continue
-            label = re.search(r"\(([^()]+)\)\s*$", rung.get("rung", ""))
-            name = label[1] if label else rung.get("rung", "?")
-            gpu = data.get("gpu", "?")
-            found[rung["bar_key"]].setdefault((name, gpu), Rung(name, statistics.median(speedups), gpu))
+        if not isinstance(data, dict):
+            continue
+        gpu = data.get("gpu", "?")
+        for key, label, speedups in _calibrated(data):
+            if speedups:
+                name = _rung_name(label)
+                found[key].setdefault((name, gpu), Rung(name, statistics.median(speedups), gpu))
     return {key: list(rungs.values()) for key, rungs in found.items()}
 
 

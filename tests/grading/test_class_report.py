@@ -60,6 +60,17 @@ def test_the_recorded_rungs_are_the_medians_of_their_calibration_runs():
     assert five_b["gpu"] in {r.gpu for r in recorded["5b"]} and data["gpu"] in {r.gpu for r in recorded["5b"]}
 
 
+def test_the_recorded_rungs_include_ladder_calibrates_own_records():
+    """`ladder calibrate --out NAME.toml` keeps its runs in NAME.json, a layout of its own: a class graded on the
+    GPU of such a record is set beside that GPU's rungs."""
+    data = json.loads((ROOT / "assets/results/calibration/course-h100x4/bars-override-4-5-6.json").read_text())
+    bar = next(b for b in data["bars"] if b["key"] == "5a")
+    solution = next(r for r in bar["rungs"] if r["label"].endswith("(solution)"))
+    rungs = {r.name: r for r in report.recorded_rungs(ROOT / "assets" / "results")["5a"] if r.gpu == data["gpu"]}
+    assert rungs["solution"].speedup == statistics.median(solution["speedups"])
+    assert "naive_5a" in rungs and rungs["naive_5a"].speedup < 0.75 < rungs["solution"].speedup
+
+
 def test_the_leaderboard_shows_names_initials_or_nothing():
     assert [report.shown_name("ada_lovelace", s) for s in report.LEADERBOARD_NAMES] == ["ada_lovelace", "AL", ""]
     assert report.initials("grace") == "G"
