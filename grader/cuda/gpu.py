@@ -25,7 +25,23 @@ def gpu_or_reason() -> tuple[bool, str]:
         if torch.version.cuda is None:
             return False, f"no GPU found: this torch ({torch.__version__}) is a CPU-only build"
         return False, "no GPU found: torch has CUDA but sees no device (no NVIDIA GPU, or no driver)"
+    _count_devices_once(torch)
     return True, ""
+
+
+def _count_devices_once(torch) -> None:
+    """Hand torch the device count that `is_available` has just taken from CUDA itself.
+
+    Why: torch 2.11 counts the devices again through NVML when CUDA first starts in a process (the capability
+    check of `torch.cuda._lazy_init`), and NVML's start opens every GPU of the machine under the driver's
+    machine-wide lock. Every check of `ladder grade` starts two fresh processes, each paying it: 9 s of a
+    chapter-1 student's check processes alone, 14 s with four students at once, for nothing cuInit had not
+    already counted (assets/results/class-grading/driver-lock-h100x4). cuInit has run here, so
+    CUDA_VISIBLE_DEVICES can no longer change for this process and the count is final; newer torch skips NVML
+    there by itself, and then the cache is already filled or filled the same way."""
+    cuda = torch.cuda
+    if getattr(cuda, "_cached_device_count", 0) is None:
+        cuda._cached_device_count = torch._C._cuda_getDeviceCount()
 
 
 def has_gpu() -> bool:

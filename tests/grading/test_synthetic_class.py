@@ -120,9 +120,15 @@ def test_waits_tells_what_each_kind_of_process_waited_in_per_student(tmp_path):
         with gzip.open(run / "pyspy.txt.gz", "wt") as f:
             f.write(f'process 30:"{spawned}";thread (0x1);serve (grader/isolation/worker.py:10);'
                     f"wait (threading.py:300) {20 * students * in_driver}\n")
+            # the chain of processes down to the sampled one: the last names the kind
+            f.write(f'process 2:"timeout 99 python3 -m grader.cli grade subs";process 31:"{spawned}";thread (0x2);'
+                    f"serve (grader/isolation/worker.py:10);_new_shared_cuda (torch/storage.py:1464) {10 * students}\n")
         (run / "record.json").write_text(json.dumps({"students": [[f"s{i}", {}] for i in range(students)]}))
     text = waits.report([tmp_path / "c-gpus1", tmp_path / "c-gpus4"])
     assert "| check worker | disk or driver: nvidia_ioctl | 1.0 | 6.0 |" in text   # 2 and 12 samples of 0.5 s
     assert "| dask worker | asleep: futex_wait_queue | 10.0 | 2.5 |" in text      # one for the run, per student
-    assert "| spawned: check worker or Dask worker | `serve (grader/isolation/worker.py:10)` | 2.0 | 12.0 |" in text
+    assert "| spawned: check worker or Dask worker | `serve (grader/isolation/worker.py:10)` | 2.5 | 12.5 |" in text
+    assert ("| spawned: check worker or Dask worker | `_new_shared_cuda (torch/storage.py:1464) < "
+            "serve (grader/isolation/worker.py:10)` | 0.5 | 0.5 |") in text
+    assert "| ladder grade |" not in text.split("## py-spy")[1]
     assert "ps -e" not in text

@@ -10,6 +10,8 @@ runs of the same students alone and several at once, per student, so that what g
 - pyspy.txt.gz: py-spy's folded stacks (`record --format raw --subprocesses --idle`), one line a stack and its
   count. Per kind of process and innermost frame of the course's own code (grader/), the seconds of threads
   there; a frame whose seconds grow with the workers while the CPU stays idle is what they wait on together.
+  Then the samples inside torch, CuPy and Triton (where CUDA's calls, and the driver's locks, are), by the
+  course's frame that made the call.
 
 Hand-written: ps and py-spy sample; nothing reads the samples back into these tables.
 """
@@ -89,21 +91,46 @@ def _frame_file(frame: str) -> str:
     return frame[frame.rfind("(") + 1:].rstrip(")") if "(" in frame else ""
 
 
-def pyspy_table(path: Path) -> dict[tuple[str, str], float]:
-    """{(kind, innermost frame of grader/ code, or the innermost frame): thread-seconds}."""
-    table: dict[tuple[str, str], float] = collections.Counter()
+# Where a check's process calls into CUDA: time spent inside these libraries (the driver's calls run under them)
+LIBRARIES = ("torch/", "cupy/", "cupy_backends/", "triton/")
+
+
+def _stacks(path: Path):
+    """(kind, frames of the sampled process itself, seconds) for each folded stack. With --subprocesses, a stack
+    starts with the chain of processes down to the sampled one: its kind is that of the last of them."""
     with _open(path) as lines:
         for line in lines:
             stack, _, count = line.rstrip().rpartition(" ")
             if not stack or not count.isdigit():
                 continue
-            frames = stack.split(";")
-            kind = kind_of(frames[0]) if frames[0].startswith("process") else "ladder grade"
+            parts = stack.split(";")
+            starts = [i for i, f in enumerate(parts) if f.startswith("process ")]
+            kind = kind_of(parts[starts[-1]]) if starts else "ladder grade"
             if kind is None:
                 continue
-            ours = [f for f in frames if "grader/" in _frame_file(f)]
-            where = ours[-1] if ours else frames[-1]
-            table[(kind, where)] += int(count) / PYSPY_RATE_HZ
+            frames = [f for f in parts[starts[-1] + 1 if starts else 0:] if not f.startswith("thread ")]
+            if frames:
+                yield kind, frames, int(count) / PYSPY_RATE_HZ
+
+
+def pyspy_table(path: Path) -> dict[tuple[str, str], float]:
+    """{(kind, innermost frame of grader/ code, or the innermost frame): thread-seconds}."""
+    table: dict[tuple[str, str], float] = collections.Counter()
+    for kind, frames, seconds in _stacks(path):
+        ours = [f for f in frames if "grader/" in _frame_file(f)]
+        table[(kind, ours[-1] if ours else frames[-1])] += seconds
+    return table
+
+
+def library_table(path: Path) -> dict[tuple[str, str], float]:
+    """{(kind, "library frame < the course's frame that called it"): thread-seconds} for the samples whose
+    innermost frame is in torch, CuPy or Triton: where the checks' processes sat in CUDA's calls."""
+    table: dict[tuple[str, str], float] = collections.Counter()
+    for kind, frames, seconds in _stacks(path):
+        if not any(lib in _frame_file(frames[-1]) for lib in LIBRARIES):
+            continue
+        ours = [f for f in frames if "grader/" in _frame_file(f)]
+        table[(kind, f"{frames[-1]} < {ours[-1] if ours else '-'}")] += seconds
     return table
 
 
@@ -139,6 +166,10 @@ def report(runs: list[Path], top: int = 25) -> str:
     if spy:
         out += _table("## py-spy: the innermost frame of the course's code", "kind | frame", spy, top,
                       lambda k: f"{k[0]} | `{k[1]}`")
+        inside = {r.name: {key: seconds / count[r.name] for key, seconds in library_table(r / "pyspy.txt.gz").items()}
+                  for r in runs if (r / "pyspy.txt.gz").exists()}
+        out += _table("## py-spy: inside torch, CuPy and Triton, by the course's frame that called them",
+                      "kind | library frame < course frame", inside, top, lambda k: f"{k[0]} | `{k[1]}`")
     missing = [name for name in count if name not in ps and name not in spy]
     if missing:
         out.append(f"No samples in: {', '.join(missing)}.")
