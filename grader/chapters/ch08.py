@@ -438,14 +438,14 @@ def _device_ms_per_call(fn: Callable[[], object], calls: int = 10) -> float:
 
 
 def measure_host_bound(size: Size = PROFILE_SIZE) -> dict[str, float] | None:
-    """The eager block at the profile's size (B = 16), where launching its kernels takes the host longer
-    than running them takes the GPU, timed four ways (HOST_BOUND_WAYS) on this GPU, with the GPU time of
-    eager's kernels beside them. A CUDA graph records the kernels of one call and replays them with one
-    launch; `torch.compile(mode="reduce-overhead")` fuses the glue and replays through CUDA graphs too.
-    Without a GPU: says so (assets/results/notebooks/text-facts/run.sh records it on an H100)."""
+    """The eager block at the profile's size (B = 16), the smallest the chapter times, where the host's share
+    of a call is largest, timed four ways (HOST_BOUND_WAYS) on this GPU, with the GPU time of eager's kernels
+    beside them: how much of a call the GPU waited for the host is the difference. A CUDA graph records the
+    kernels of one call and replays them with one launch; `torch.compile(mode="reduce-overhead")` fuses the
+    glue and replays through CUDA graphs too. Without a GPU: says so, and where an H100's figures are."""
     if not gpu_or_reason()[0]:
-        print("No GPU here: this cell times the block four ways on your GPU. "
-              "assets/results/notebooks/text-facts/run.sh records it on an H100 (host-bound.txt).")
+        print("No GPU here: this cell times the block four ways on your GPU. An H100's figures are in "
+              "assets/results/notebooks/text-facts/h100/host-bound.txt.")
         return None
     if ungraded_timing_skipped("the host-bound block, four ways"):
         return None

@@ -252,7 +252,9 @@ def test_fusion_without_a_trace_is_unchecked_and_scored_by_the_policy(monkeypatc
 @pytest.mark.skipif(HAS_GPU, reason="the message of a machine without a GPU")
 def test_host_bound_cell_without_a_gpu_says_where_the_figures_come_from(capsys):
     assert ch08.measure_host_bound() is None
-    assert "text-facts/run.sh records it on an H100" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "assets/results/notebooks/text-facts/h100/host-bound.txt" in out
+    assert (ROOT / "assets/results/notebooks/text-facts/h100/host-bound.txt").is_file()
 
 
 # ------------------------------------------------------------------------------------ GPU

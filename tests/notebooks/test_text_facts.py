@@ -2,6 +2,7 @@
 per-architecture limit they quote agrees with the architecture table, and the figures they quote
 agree with the measurement records (assets/results/) and with the arithmetic that derives them."""
 
+import csv
 import json
 import re
 import statistics
@@ -73,6 +74,8 @@ WRONG = {
     "(97% of the copy ceiling, level with `torch.compile`)": "ch7: torch.compile took 1.02x the fused kernel's time",
     "streamed 2.2-2.5 TB/s": "ch7: torch.softmax was recorded at 1,861 GB/s at 8,192",
     "(6 passes instead of 4)": "ch7: the unfused rung makes 5 passes",
+    "instead of about one and a half": "ch7: the 7a solution read the matrix 1.93 times (text-facts/h100/traffic.csv)",
+    "first two steps is worth 40%": "ch7: 16% in text-facts/h100/reductions.txt",
 }
 
 
@@ -337,18 +340,9 @@ def test_the_hopper_rung_is_quoted_from_its_ten_runs():
     assert within(quoted_range(text, r"5a solution\s+measured (\d\.\d\d)–(\d\.\d\d)×"), by["5a solution (grouped, autotuned) at 4096^3"])
 
 
-def test_chapter_7_figures_printed_by_the_notebook_record():
-    outputs = CH07 / "notebook-outputs.md"
-    text = chapter_cell("07", "reduce-after")
-    for label, words in (("interleaved, divergent", "interleaved and divergent"),
-                         ("interleaved, bank conflicts", "interleaved with bank conflicts"),
-                         ("sequential addressing", "sequential addressing"), ("shuffles \\+ atomics", "shuffles and atomics"),
-                         ("torch.sum", "`torch.sum`")):
-        (gbps,) = printed(outputs, rf"{label}\s+([\d,]+) GB/s")
-        assert numbers(text, rf"{words} ([\d,]+) GB/s") == [gbps], label
-    (copy,) = printed(outputs, r"Ceilings: copy ([\d,]+) GB/s")
-    assert numbers(text, r"copy ceiling of ([\d,]+) GB/s") == [copy]
+def test_chapter_7_softmax_speed_figures_printed_by_the_notebook_record():
     # softmax-speed-md: torch.softmax's GB/s by row length, from the length plot's table
+    outputs = CH07 / "notebook-outputs.md"
     speed = chapter_cell("07", "softmax-speed-md")
     for cols, words in (("4,096", r"streamed ([\d,]+) GB/s on rows of 4,096"), ("8,192", r"([\d,]+) on rows of 8,192"),
                         ("16,384", r"([\d,]+) on rows\s+of 16,384"), ("32,000", r"([\d,]+) GB/s on rows of 32,000"),
@@ -357,18 +351,166 @@ def test_chapter_7_figures_printed_by_the_notebook_record():
         assert numbers(speed, words) == [torch_gbps], cols
 
 
-def test_chapter_7a_profile_and_its_counted_rate():
+# ------------------------------------------------------------------------- the text-facts run on an H100
+
+TEXT_FACTS = ROOT / "assets" / "results" / "notebooks" / "text-facts" / "h100"
+MATRIX_7A = 4096 * 32000 * 4   # the 7a speed test's fp32 matrix, in bytes
+
+
+def notebook_section(path: Path, cell: str) -> str:
+    """What one cell printed in a record of an executed notebook (`--- cell` heads each), the last if repeated."""
+    parts = re.split(r"^--- (\S+)\n", path.read_text(), flags=re.M)
+    found = [body for name, body in zip(parts[1::2], parts[2::2]) if name == cell]
+    assert found, f"{path.name} has no section {cell}"
+    return found[-1]
+
+
+def reduction_rates() -> dict[str, float]:
+    body = notebook_section(TEXT_FACTS / "reductions.txt", "reduce-measure")
+    return {label: float(n.replace(",", "")) for label, n in re.findall(r"^ +(\S.*?) {2,}([\d,]+) GB/s$", body, re.M)}
+
+
+def copy_ceiling_7a() -> float:
+    (copy,) = numbers(notebook_section(TEXT_FACTS / "reductions.txt", "softmax-speed"), r"copy ceiling \(([\d,]+) GB/s\)")
+    return copy
+
+
+def traffic() -> dict[str, dict[str, float]]:
+    """Nsight Compute's metrics per kernel: the solution, the row held on chip, torch.softmax."""
+    which = {"softmax_rows": "solution", "softmax_rows_on_chip": "on_chip"}
+    out: dict[str, dict[str, float]] = {}
+    with (TEXT_FACTS / "traffic.csv").open() as f:
+        for row in csv.DictReader(f):
+            name = which.get(row["Kernel Name"], "torch")
+            out.setdefault(name, {})[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
+    return out
+
+
+def softmax_times() -> dict[str, tuple[str, str, str]]:
+    """softmax-on-chip.txt: (ms, counted GB/s, speedup over torch.softmax) as printed, per variant."""
+    rows = re.findall(r"^(\w+) +([\d.]+) ms +([\d,]+) GB/s counted +([\d.]+)x torch.softmax$",
+                      (TEXT_FACTS / "softmax-on-chip.txt").read_text(), re.M)
+    return {name: (ms, gbps, ratio) for name, ms, gbps, ratio in rows}
+
+
+def dram_bytes(metrics: dict[str, float]) -> float:
+    return metrics["dram__bytes_read.sum"] + metrics["dram__bytes_write.sum"]
+
+
+# reduce-measure's labels, as the text words them
+REDUCTION_WORDS = {"interleaved, divergent": "interleaved and divergent",
+                   "interleaved, bank conflicts": "interleaved with bank conflicts",
+                   "sequential addressing": "sequential addressing", "first add during load": "first add during load",
+                   "last warp unrolled": "last warp unrolled", "shuffles + atomics": "shuffles and atomics",
+                   "butterfly + atomics": "butterfly and atomics", "torch.sum": "`torch.sum`"}
+
+
+def test_chapter_7_reductions_are_the_text_facts_record():
+    rates = reduction_rates()
+    assert set(rates) == set(REDUCTION_WORDS), f"reductions.txt printed {sorted(rates)}"
+    text = chapter_cell("07", "reduce-after")
+    assert "`assets/results/notebooks/text-facts/h100/reductions.txt`" in text
+    for label, words in REDUCTION_WORDS.items():
+        assert f"{words} {rates[label]:,.0f} GB/s" in text, label
+    assert f"copy ceiling of {copy_ceiling_7a():,.0f} GB/s" in text
+    # what each step is worth, from the same rates
+    gain = lambda low, high: rates[high] / rates[low] - 1  # noqa: E731
+    assert f"first two steps are worth {gain('interleaved, divergent', 'sequential addressing'):.0%}" in text
+    assert f"the first add during load, are worth {gain('sequential addressing', 'first add during load'):.0%} more" in text
+    assert 0 <= gain("first add during load", "last warp unrolled") < 0.01
+    assert "unrolling the last warp, less than 1%" in text
+    assert f"worth {rates['shuffles + atomics'] / rates['sequential addressing']:.1f}× over sequential addressing" in text
+    butterfly = gain("shuffles + atomics", "butterfly + atomics")
+    assert butterfly >= 0 and f"the butterfly costs nothing over `__shfl_down_sync` ({butterfly:.0%} faster)" in text
+
+
+def test_chapter_7a_dram_bytes_and_times_are_the_text_facts_record():
     text = chapter_cell("07", "softmax-md")
-    profile = CH07 / "profile-7a.txt"
-    dram, hit = printed(profile, r"DRAM (\d+)% of peak, L2 hit rate (\d+)%")
-    assert numbers(text, r"at (\d+)% of DRAM peak with an L2 hit rate of (\d+)%") == [dram, hit]
-    runs = calibration(CH07 / "calibration-7a.json", "(solution)")
-    rate, pct = numbers(text, r"came to ([\d,]+) GB/s, (\d+)% of the copy ceiling")
-    assert span(r["rate"] for r in runs)[0] - 1 <= rate <= span(r["rate"] for r in runs)[1] + 1
-    assert round(runs[0]["pct_of_ceiling"]) == pct
-    # "about 12 bytes an element": 89% of the data sheet's 3.35 TB/s over the counted rate, times 8 bytes
-    (per_element,) = numbers(text, r"about (\d+) bytes an element")
-    assert per_element == pytest.approx(8 * dram / 100 * SHEET_TBPS * 1e3 / rate, abs=0.5)
+    ncu, times, copy = traffic(), softmax_times(), copy_ceiling_7a()
+    solution, on_chip = ncu["solution"], ncu["on_chip"]
+    assert "`assets/results/notebooks/text-facts/h100/traffic.csv`" in text
+    read, write = solution["dram__bytes_read.sum"], solution["dram__bytes_write.sum"]
+    assert (f"for a matrix of {MATRIX_7A / 1e9:.2f} GB the solution read {read / 1e9:.2f} GB and wrote "
+            f"{write / 1e9:.2f} GB, with an L2 hit rate of {solution['lts__t_sector_hit_rate.pct']:.0f}%") in text
+    # "almost all of the second read came from HBM": DRAM gave the matrix nearly twice
+    assert read / MATRIX_7A > 1.8 and f"It read the matrix {read / MATRIX_7A:.2f} times" in text
+    assert numbers(text, r"That is about (\d+) bytes an element") == [round(dram_bytes(solution) / (MATRIX_7A / 4))]
+    ms, gbps, _ = times["solution"]
+    assert f"in the same run it took {ms} ms, {gbps} GB/s in counted bytes" in text
+    share = float(gbps.replace(",", "")) / copy
+    assert abs(share - 2 / 3) < 0.03 and f"{share:.0%} of the copy ceiling of {copy:,.0f} GB/s" in text
+    # the row held on chip: read once, and what that bought
+    assert abs(on_chip["dram__bytes_read.sum"] / MATRIX_7A - 1) < 0.01
+    assert (f"read {on_chip['dram__bytes_read.sum'] / 1e9:.2f} GB, the matrix once, at an L2 hit rate of "
+            f"{on_chip['lts__t_sector_hit_rate.pct']:.0f}%") in text
+    (chip_ms, _, chip_x), (_, _, sol_x) = times["on_chip"], times["solution"]
+    assert (f"took {chip_ms} ms, {chip_x}× `torch.softmax`, against the solution's {ms} ms and {sol_x}× "
+            f"(`torch.softmax` {times['torch'][0]} ms;") in text
+    assert 0.28 < 1 - dram_bytes(on_chip) / dram_bytes(solution) < 0.38 and "A third fewer bytes" in text
+    assert f"cut the time by {1 - float(chip_ms) / float(ms):.0%}" in text
+    rate = lambda m: dram_bytes(m) / (m["gpu__time_duration.sum"] * 1e-9) / 1e12  # noqa: E731
+    assert f"ran at {rate(on_chip):.2f} TB/s where the solution's ran at {rate(solution):.2f}" in text
+    # the stretch goal's prediction: one read instead of about two
+    assert round(read / MATRIX_7A) == 2 and "one read of the row instead of about two" in chapter_cell("07", "next-md")
+
+
+def test_profiling_guide_quotes_the_7a_dram_bytes():
+    text = flat((ROOT / "docs" / "profiling.md").read_text())
+    ncu = traffic()
+    solution, on_chip = ncu["solution"], ncu["on_chip"]
+    assert "`assets/results/notebooks/text-facts/h100/traffic.csv`" in text
+    assert (f"the solution read {solution['dram__bytes_read.sum'] / 1e9:.2f} GB and wrote "
+            f"{solution['dram__bytes_write.sum'] / 1e9:.2f} GB in one launch over a matrix of {MATRIX_7A / 1e9:.2f} GB: "
+            f"{dram_bytes(solution) / (MATRIX_7A / 4):.1f} bytes an element, the matrix read "
+            f"{solution['dram__bytes_read.sum'] / MATRIX_7A:.2f} times") in text
+    assert (f"read it once, {on_chip['dram__bytes_read.sum'] / 1e9:.2f} GB, at an L2 hit rate of "
+            f"{on_chip['lts__t_sector_hit_rate.pct']:.0f}% against the solution's "
+            f"{solution['lts__t_sector_hit_rate.pct']:.0f}%") in text
+
+
+def test_the_7b_bar_is_quoted_from_its_ten_runs_against_the_hugging_face_baseline():
+    runs = (RESULTS / "course-h100x4" / "calibrate-the-rest.txt").read_text()
+    (sol,) = re.findall(r"^7b pass .*\(solution\): ([\d.]+)-([\d.]+)x \(median ([\d.]+)x, 10 runs\)", runs, re.M)
+    (unf,) = re.findall(r"^7b report .*\(unfused_7b\): ([\d.]+)-([\d.]+)x \(median ([\d.]+)x, 10 runs\)", runs, re.M)
+    text = chapter_cell("07", "norm-speed-md")
+    assert "(`assets/results/calibration/course-h100x4`)" in text
+    assert f"the solution measured {sol[0]}-{sol[1]}× and the unfused rung {unf[0]}-{unf[1]}×" in text
+    assert f"({sol[2]} / {unf[2]} = {float(sol[2]) / float(unf[2]):.2f})" in text
+    assert abs(float(sol[2]) / float(unf[2]) - 5 / 4) < 0.02
+    # "each a little above its prediction and on its own side of the bar"
+    predicted = numbers(text, r"predict about ([\d.]+)× and ([\d.]+)×")
+    (bar,) = numbers(text, r"The bar is \*\*([\d.]+)×\*\*")
+    assert predicted[0] < float(sol[0]) < 1.1 * predicted[0] and predicted[1] < float(unf[0]) < 1.1 * predicted[1]
+    assert float(unf[1]) < bar < float(sol[0])
+
+
+def host_bound() -> tuple[dict[str, tuple[str, str]], str]:
+    """host-bound.txt's B = 16 block: (ms, speedup) as printed per way, and the GPU time of eager's kernels."""
+    body = notebook_section(TEXT_FACTS / "host-bound.txt", "host-measure")
+    ways = {name.strip(): (ms, x) for name, ms, x in re.findall(r"^  (\S.*?) +([\d.]+) ms +([\d.]+)x$", body, re.M)}
+    (kernels,) = re.findall(r"eager's kernels alone: ([\d.]+) ms of GPU time per call", body)
+    return ways, kernels
+
+
+def test_chapter_8_host_bound_block_is_the_text_facts_record():
+    ways, kernels = host_bound()
+    eager, graph = ways["eager"], ways["eager, replayed as a CUDA graph"]
+    compiled, overhead = ways["torch.compile"], ways['torch.compile(mode="reduce-overhead")']
+    text = chapter_cell("08", "host-after")
+    assert "`assets/results/notebooks/text-facts/h100/host-bound.txt`" in text
+    gpu_share = float(kernels) / float(eager[0])
+    assert f"eager took {eager[0]} ms a call at B = 16 and its kernels {kernels} ms of GPU time, {gpu_share:.0%} of the call" in text
+    assert gpu_share > 0.85 and "only slightly host-bound" in text
+    waited = float(eager[0]) - float(kernels)
+    assert f"A CUDA graph of the same kernels took {graph[0]} ms ({graph[1]}×): it removed the {waited:.3f} ms the GPU waited" in text
+    assert float(eager[0]) - float(graph[0]) >= waited - 0.005   # "and had no more to remove"
+    assert f"`torch.compile` took {compiled[0]} ms ({compiled[1]}×)" in text
+    assert f"`reduce-overhead` {overhead[0]} ms ({overhead[1]}×), slower than plain `torch.compile`" in text
+    assert float(overhead[0]) > float(compiled[0])
+    assert f"with {1 - gpu_share:.0%} of the call left to the host" in text
+    # block-speed-md: "at B = 16 eager's GPU work is about 0.6 ms"
+    assert numbers(chapter_cell("08", "block-speed-md"), r"at B = 16 eager's GPU work is about ([\d.]+) ms") == [
+        round(float(kernels), 1)]
 
 
 # torch eager's RMSNorm, as grader/harness/norms.py writes it after LlamaRMSNorm, kernel by kernel over the

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Every figure chapters 7 and 8 quote that had no record, measured on one GPU (the device tool's `run`,
-# with .whl carried for nbclient and nbval):
+# The figures chapters 7 and 8 quote from text-facts/h100/, and the 7b and 8b bars, measured on one GPU
+# (the device tool's `run`, with .whl carried for nbclient and nbval):
 #   bash assets/results/notebooks/text-facts/run.sh "$OUT" [PARTS]
-# PARTS (default: all, in this order; about 8 minutes on an H100):
-#   bars       10 runs a rung: bar 7b (5.4x eager, the RMSNorm baseline in Hugging Face's order: the fused
-#              solution must pass, the unfused rung must fail) and bar 8b against the same baseline (the
-#              solution must pass; the unfused rung is graded by its launch count, `fusion` below, and its
-#              speed is recorded beside it)
+# PARTS (default: all, in this order). On an H100 `traffic` to `check` took 344 s (h100/times.txt) and `bars`
+# takes about 450 s more (its rungs' runs in assets/results/calibration/course-h100x4): past one device
+# call's 10 minutes together, so give `bars` a call of its own:
+#   bars       `ladder calibrate`, 10 runs a rung: bar 7b (5.4x eager, the RMSNorm baseline in Hugging Face's
+#              order: the fused solution must pass, the unfused rung must fail) and bar 8b against the same
+#              baseline (the solution must pass, naive_tiles must fail; the unfused block is graded by its
+#              launch count, `fusion` below, and its speed is reported beside them). Each writes its bars
+#              override and every run's figures (bars-7b.toml, .json; bars-8b.toml, .json), its table
+#              (calibration-7b.md, calibration-8b.md) and its progress (progress-7b.txt, progress-8b.txt)
 #   traffic    7a at 4,096 x 32,000: the solution, the row held on chip (shared memory) and torch.softmax,
 #              timed (softmax-on-chip.txt), then Nsight Compute's DRAM bytes and L2 hit rate for each
 #   cells      chapter 7's worked reductions (Harris's rungs, the butterfly) and chapter 8's host-bound
@@ -21,24 +25,22 @@
 # Everything lands in "$OUT/text-facts" and is tarred into "$OUT/text-facts.tar.gz" after each step, so a
 # run cut short still returns what it finished.
 set -uo pipefail
-out=$1; parts=${2:-bars,traffic,cells,fusion,check}
+# `top`, not `out`: the gpu_measure.sh sourced below sets `out` (and `here`) for its own steps
+top=$1; parts=${2:-bars,traffic,cells,fusion,check}
 want() { [[ ",$parts," == *",$1,"* ]]; }
-dest=$out/text-facts
+dest=$top/text-facts
 mkdir -p "$dest"
 source assets/results/gpu_measure.sh env "$dest"   # the Jupyter stack from .whl (nbclient, nbval, nbgrader)
-pack() { tar -czf "$out/text-facts.tar.gz" -C "$out" text-facts; }
+pack() { tar -czf "$top/text-facts.tar.gz" -C "$top" text-facts; }
 export PYTHONWARNINGS=ignore
 here=assets/results/notebooks/text-facts
 start=$SECONDS
 stamp() { echo "[$1: $((SECONDS - start)) s]" | tee -a "$dest/times.txt"; }
 
 if want bars; then
-  python3 assets/results/calibration/ch07-h100 --runs 10 --only "7b " --out "$dest/calibration-7b.json" 2>&1 \
-    | tee "$dest/calibration-7b.md"
-  pack
-  for rung in solution unfused; do
-    python3 assets/results/calibration/ch08-h100 --runs 10 --only "($rung)" --out "$dest/calibration-8b-$rung.json" \
-      2>&1 | tee "$dest/calibration-8b-$rung.md"
+  for bar in 7b 8b; do
+    python3 -m grader.cli calibrate --chapters "${bar%b}" --bars "$bar" --runs 10 --out "$dest/bars-$bar.toml" \
+      2>"$dest/progress-$bar.txt" | tee "$dest/calibration-$bar.md"
     pack
   done
   stamp bars
