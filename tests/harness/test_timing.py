@@ -150,3 +150,32 @@ def test_bar_override_changes_the_verdict(tmp_path, monkeypatch):
     with pytest.raises(CheckFailed, match="Needs at least 1000.00x"):
         check_speed(ch01.VECTOR_ADD, torch_kernel(lambda a, b, out: torch.add(a, b, out=out)), device="cpu",
                     backend=CPUBackend(0.01), size=1 << 12)
+
+
+class _TrustedStandIn:
+    """A learner's function as grader.isolation.seam.Batch offers it to the backend: its batches' times, and the
+    round's median per call remembered. One call looks free (its request no slower than an empty one); every
+    call really takes half a millisecond."""
+
+    def __init__(self):
+        self.reps, self.last_round_ms = [], None
+
+    def timed_batch(self, reps):
+        self.reps.append(reps)
+        return 1e-6 if reps == 1 else 0.5 * reps
+
+    def note_round(self, ms_per_call):
+        self.last_round_ms = ms_per_call
+
+
+def test_batches_are_sized_by_the_calls_not_by_one_call_that_looked_free():
+    """A near-zero first call would size every batch at MAX_REPS (2.5 s each here, against a target of 40 ms):
+    a batch that long sizes the rest of its round, and the rounds after it start from the last round's median."""
+    from grader.harness.timing import MAX_REPS, BatchBackend
+
+    backend, fn = BatchBackend(target_ms=40, batches=3, device="cpu"), _TrustedStandIn()
+    first = backend.times_ms(fn)
+    assert fn.reps == [1, MAX_REPS, 80, 80] and first == pytest.approx([0.5] * 3)
+    fn.reps.clear()
+    backend.times_ms(fn)
+    assert fn.reps == [1, 80, 80, 80]
