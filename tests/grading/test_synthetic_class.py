@@ -70,8 +70,10 @@ def test_scaling_report_adds_up_the_parts_and_names_every_student_not_graded(tmp
             for line in run.stdout.splitlines() if line.startswith("| ")}
     assert rows["1"][1:6] == ["180.0", "1.00x", "90.0", "1.00x", "3 of 3"]
     assert rows["4"][1:6] == ["60.0", "3.00x", "75.0", "0.83x", "2 of 3"]
-    assert rows["a"] == ["15, 40.0 s (1, 0.0)", "15, 50.0 s (1, 0.0), 1.25x"]
-    assert rows["c"] == ["15, 30.0 s (1, 0.0)", "not graded"]
+    # each student's speed cell timed for 2 s: outside it, 38 s alone and 48 s four at once
+    assert rows["a"] == ["15, 40.0 s (1, 0.0); 38.0 s outside timing",
+                         "15, 50.0 s (1, 0.0), 1.25x; 48.0 s outside timing, 1.26x"]
+    assert rows["c"] == ["15, 30.0 s (1, 0.0); 28.0 s outside timing", "not graded"]
     assert "every score the same in every run" in run.stdout
     assert ("4 GPU(s), speed cells: 2, timed for 4.0 s in all (2.0-2.0 s each), rounds 5-25 (median 25), "
             "1 measured again after a held clock; stopped by budget 1, spread 1") in run.stdout

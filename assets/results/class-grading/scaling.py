@@ -158,25 +158,30 @@ def report(args) -> int:
         for lab in labels:
             for n in by_label[lab]:
                 for student, s in runs[n]["students"].items():
-                    per_student.setdefault(student, {})[lab] = (s["score"], s["seconds"], s["split"])
+                    # its speed cells' timing apart: rounds that vary with the kernel's noise, not with the workers
+                    timed = sum(c.get("timing_s") or 0.0 for c in s.get("speed") or [])
+                    per_student.setdefault(student, {})[lab] = (s["score"], s["seconds"], s["split"], timed)
         print("\nPer student: score, journal seconds (CPU seconds of the grading and its checks; seconds its checks "
-              "waited for a slot of the machine's), and the ratio to the 1-GPU run.\n")
+              "waited for a slot of the machine's), and the ratio to the 1-GPU run; then the seconds outside its "
+              "speed cells' timing, and their ratio.\n")
         print("| student | " + " | ".join(f"{lab} GPU(s)" for lab in labels) + " |")
         print("|---|" + "---|" * len(labels))
         for student, seen in sorted(per_student.items()):
             cells = []
-            alone = seen.get("1", (None, None, {}))[1]
+            _, alone, _, alone_timed = seen.get("1", (None, None, {}, 0.0))
             for lab in labels:
                 if lab not in seen:
                     cells.append("–")
                     continue
-                score, seconds, split = seen[lab]
+                score, seconds, split, timed = seen[lab]
                 if score is None:            # a run cut short (its time limit) before this student was graded
                     cells.append("not graded")
                     continue
                 ratio = f", {seconds / alone:.2f}x" if alone and seconds and lab != "1" else ""
+                rest, alone_rest = (seconds or 0) - timed, (alone or 0) - alone_timed
+                rest_ratio = f", {rest / alone_rest:.2f}x" if alone_rest > 0 and lab != "1" else ""
                 cells.append(f"{score:g}, {seconds or 0:.1f} s ({split.get('cpu_seconds', 0):.0f}, "
-                             f"{split.get('slot_wait_seconds', 0):.1f}){ratio}")
+                             f"{split.get('slot_wait_seconds', 0):.1f}){ratio}; {rest:.1f} s outside timing{rest_ratio}")
             if len({seen[lab][0] for lab in seen} - {None}) > 1:
                 differs = True
                 cells[-1] += " **score differs**"
