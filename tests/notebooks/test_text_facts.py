@@ -6,6 +6,7 @@ import csv
 import json
 import re
 import statistics
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
 RELEASED = sorted((ROOT / "course").glob("*/*.ipynb"))
 README = ROOT / "README.md"
 RESULTS = ROOT / "assets" / "results" / "calibration"
+BARS = tomllib.loads((ROOT / "grader" / "bars.toml").read_text())
 
 
 def flat(text: str) -> str:
@@ -292,6 +294,10 @@ RANGES = [
      "speedup", 2),
     ("07", "norm-speed-md", r"reads the sum back\) measured (\d\.\d\d)-(\d\.\d\d)×",
      (CH07 / "calibration-7b.json", "(unfused_7b)"), "speedup", 2),
+    ("07", "softmax-speed-md", r"the solution above measured (\d\.\d\d)-(\d\.\d\d)×",
+     (CH07 / "calibration-7a.json", "(solution)"), "speedup", 2),
+    ("07", "softmax-speed-md", r"with plain 4-byte loads (\d\.\d\d)-(\d\.\d\d)×",
+     (CH07 / "calibration-7a.json", "(scalar_7a)"), "speedup", 2),
     ("07", "stretch-md", r"solution at (\d\.\d\d)-(\d\.\d\d)× eager", (CH07 / "calibration-7c.json", "(stretch solution)"),
      "speedup", 2),
     ("08", "results-after", r"took (\d\.\d\d)-(\d\.\d\d) ms", (CH08 / "calibration-solution.json", "(solution)"), "ms", 2),
@@ -349,6 +355,68 @@ def test_chapter_7_softmax_speed_figures_printed_by_the_notebook_record():
                         ("50,257", r"([\d,]+) on rows of\s+50,257")):
         (torch_gbps,) = printed(outputs, rf"\n\s+{cols}\s+[\d,]+\s+([\d,]+)\s+[\d.]+\n")
         assert numbers(speed, words) == [torch_gbps], cols
+
+
+def test_chapter_7a_three_pass_ratio_and_the_bar_are_the_calibration_runs():
+    """softmax-speed-md quotes the three-pass rung as one figure: all ten runs round to it. The bar it names is
+    bars.toml's, and it separates the solution from both rungs below in those runs."""
+    text = chapter_cell("07", "softmax-speed-md")
+    assert "(`assets/results/calibration/ch07-h100`)" in text
+    record = CH07 / "calibration-7a.json"
+    three_pass = span(r["speedup"] for r in calibration(record, "(three_pass_7a)"))
+    (quoted,) = numbers(text, r"interleaved tree of the first section (\d\.\d\d)×")
+    assert within((quoted, quoted), three_pass), f"{quoted} is not the runs {three_pass} rounded"
+    (bar,) = numbers(text, r"The bar is \*\*([\d.]+)×\*\* `torch.softmax`")
+    assert bar == BARS["7a"]["bar"]
+    below = max(r["speedup"] for rung in ("(scalar_7a)", "(three_pass_7a)") for r in calibration(record, rung))
+    assert below < bar < min(r["speedup"] for r in calibration(record, "(solution)"))
+
+
+def length_plot() -> dict[str, float]:
+    """The length plot's table in notebook-outputs.md: the printed ratio (the solution over torch.softmax) per
+    row length, the lengths as printed."""
+    (body,) = re.findall(r"^### length-plot\n(.*?)\n\n", (CH07 / "notebook-outputs.md").read_text(), re.M | re.S)
+    return {cols: float(x) for cols, x in re.findall(r"^ +([\d,]+) +[\d,]+ +[\d,]+ +(\d\.\d\d)$", body, re.M)}
+
+
+def test_chapter_7_length_ratios_are_the_length_plot():
+    """length-after quotes the solution's ratio at every row length of the plot, each the printed one."""
+    table = length_plot()
+    assert len(table) == 7, f"the length plot printed {table}"
+    text = chapter_cell("07", "length-after")
+    assert "(`assets/results/calibration/ch07-h100/notebook-outputs.md`)" in text
+    quoted = {cols: float(x) for x, cols in re.findall(r"(\d\.\d\d)×(?: torch)? (?:on rows of|at) (\d{1,3}(?:,\d{3})*)", text)}
+    assert quoted == table
+
+
+def test_chapter_7_occupancy_after_is_the_recorded_run_and_profile():
+    """occupancy-after: the registers and shared memory the executed notebook printed for the solution
+    (notebook-outputs.md, occupancy-compare), what the model and the driver made of them, where the register
+    limit starts to bite, and the achieved occupancy Nsight Compute measured (profile-7a.txt)."""
+    from grader.chapters import ch07 as chapter7
+
+    (body,) = re.findall(r"^### occupancy-compare\n(.*?)\n\n", (CH07 / "notebook-outputs.md").read_text(), re.M | re.S)
+    regs, shared, threads = numbers(body, r"softmax_rows: (\d+) registers a thread, (\d+) bytes of static shared "
+                                          r"memory, (\d+) threads a block")
+    model = re.search(r"model: +(\d+) blocks per SM, occupancy (\d+)% \(limited by (\w+)\)", body)
+    driver = re.search(r"driver: +(\d+) blocks per SM, occupancy (\d+)%", body)
+    assert driver.groups() == model.groups()[:2]   # "and the driver agreed"
+    blocks, occupancy, limiter = int(model[1]), model[2], model[3]
+    text = chapter_cell("07", "occupancy-after")
+    word = {1: "one", 2: "two", 3: "three", 4: "four"}[blocks]
+    assert (f"used {regs:.0f} registers a thread and {shared:.0f} bytes of shared memory: {word} blocks of "
+            f"{threads:,.0f} threads per SM, {occupancy}% occupancy, limited by {limiter}, and the driver agreed") in text
+    # adding registers: the first count at which the register file holds one block fewer
+    sm90 = archs.by_name("sm_90")
+    at = lambda r: chapter7.occupancy_reference(int(threads), r, int(shared), sm90)  # noqa: E731
+    first = next(r for r in range(int(regs), 256) if at(r).blocks < blocks)
+    assert numbers(text, r"at (\d+) a thread the register limit drops to one block: (\d+)%") == [
+        first, 100 * at(first).fraction]
+    assert at(first).blocks == 1 and at(first).limiter == "registers"
+    profile = (CH07 / "profile-7a.txt").read_text()
+    achieved, profiled_regs = numbers(profile, r"occupancy: (\d+)% achieved of 100% possible, .*?\((\d+) registers/thread")
+    assert profiled_regs == regs
+    assert f"Nsight Compute measured {achieved:.0f}% *achieved* occupancy for the solution" in text
 
 
 # ------------------------------------------------------------------------- the text-facts run on an H100
@@ -484,6 +552,29 @@ def test_the_7b_bar_is_quoted_from_its_ten_runs_against_the_hugging_face_baselin
     assert float(unf[1]) < bar < float(sol[0])
 
 
+def ten_runs(folder: str, bar: str, rung: str) -> tuple[float, float, float]:
+    """One rung's line in a calibrate-the-rest.txt: the min, max and median speedup of its ten runs."""
+    text = (RESULTS / folder / "calibrate-the-rest.txt").read_text()
+    (found,) = re.findall(rf"^{re.escape(bar)} \w+ {re.escape(bar)} .*\({re.escape(rung)}\): ([\d.]+)-([\d.]+)x "
+                          rf"\(median ([\d.]+)x, 10 runs\)", text, re.M)
+    return tuple(float(x) for x in found)
+
+
+def test_the_7b_figures_on_an_h200_are_its_ten_runs():
+    """norm-speed-md: on an H200 the unfused rung clears the bar, so only the launch count separates it from
+    the solution. Both ranges are the course-h200x4 runs, quoted at two decimals."""
+    folder = "course-h200x4"
+    assert "NVIDIA H200" in (RESULTS / folder / "nvidia-smi.txt").read_text()
+    text = chapter_cell("07", "norm-speed-md")
+    unfused_low, unfused_high, solution_low, solution_high = numbers(
+        text, r"On an H200, where [^.]*?the unfused rung measured (\d\.\d\d)-(\d\.\d\d)× against the "
+              rf"solution's (\d\.\d\d)-(\d\.\d\d)×, ten runs each \(`assets/results/calibration/{folder}`\)")
+    solution, unfused = ten_runs(folder, "7b", "solution"), ten_runs(folder, "7b", "unfused_7b")
+    assert within((solution_low, solution_high), solution[:2]), f"the record has {solution[:2]}"
+    assert within((unfused_low, unfused_high), unfused[:2]), f"the record has {unfused[:2]}"
+    assert unfused[0] > BARS["7b"]["bar"]   # "the bar does not separate the two everywhere"
+
+
 def host_bound() -> tuple[dict[str, tuple[str, str]], str]:
     """host-bound.txt's B = 16 block: (ms, speedup) as printed per way, and the GPU time of eager's kernels."""
     body = notebook_section(TEXT_FACTS / "host-bound.txt", "host-measure")
@@ -597,3 +688,66 @@ def test_chapter_8_ceilings_and_the_library_rate():
     assert numbers(text, r"against the (\d+) the\s+rows below use") == [round(ops)]
     assert numbers(text, r"\(`assets/results/calibration/ch08-h100/ops.json`\), ([\d.]+)× beyond") == [round(SHEET_TFLOPS_FP16 / ops, 2)]
     assert numbers(text, r"\((\d+) TFLOP/s dense fp16 and ([\d.]+) TB/s") == [SHEET_TFLOPS_FP16, SHEET_TBPS]
+
+
+def test_chapter_8_decide_apply_shares_are_the_recorded_profile():
+    """decide-apply-after reads the verdicts on the rows recorded on an H100: each op's share of the ops'
+    summed time, and its rate against the ceiling it is bound by (fp16 matmul or copy), from ops.json."""
+    from grader.chapters.ch08 import MAX_OF_CEILING, MIN_SHARE
+
+    record = json.loads((CH08 / "ops.json").read_text())
+    ceilings, ops = record["ceilings"], record["ops"]
+    total = sum(op["ms"] for op in ops)
+    share = {op["op"]: 100 * op["ms"] / total for op in ops}
+    of_ceiling = {op["op"]: 100 * op["work"] / (op["ms"] * 1e-3)
+                  / (ceilings["fp16_tflops"] * 1e12 if op["bound"] == "compute" else ceilings["copy_gbps"] * 1e9)
+                  for op in ops}
+    text = chapter_cell("08", "decide-apply-after")
+    assert "(`assets/results/calibration/ch08-h100/ops.json`)" in text
+    matmuls = [name for name in share if "matmul" in name]
+    assert len(matmuls) == 4 and "the four matmuls together are" in text
+    assert within(quoted_range(text, r"each matmul takes (\d+)-(\d+)% of the block"), span(share[m] for m in matmuls), 0)
+    assert within(quoted_range(text, r"runs at (\d+)-(\d+)% of the fp16 ceiling"), span(of_ceiling[m] for m in matmuls), 0)
+    assert all(share[m] < 100 * MIN_SHARE for m in matmuls)   # "cold one by one"
+    assert numbers(text, r"the four matmuls together are (\d+)% of the time") == [round(sum(share[m] for m in matmuls))]
+    (attention,) = [name for name in share if name.startswith("attention")]
+    assert numbers(text, r"Attention takes (\d+)% at (\d+)% of the ceiling") == [
+        round(share[attention]), round(of_ceiling[attention])]
+    # "exactly on the headroom line, so no headroom": at the line or above, within a percent of it
+    assert 100 * MAX_OF_CEILING <= of_ceiling[attention] < 100 * MAX_OF_CEILING + 1
+    (norms,) = [name for name in share if name.startswith("RMSNorm")]
+    assert numbers(text, r"The two eager RMSNorms take (\d+)% of the block at (\d+)% of the copy ceiling") == [
+        round(share[norms]), round(of_ceiling[norms])]
+    (headroom,) = numbers(text, r"hot, with more than (\d+)× of headroom")
+    assert share[norms] >= 100 * MIN_SHARE and 100 / of_ceiling[norms] > headroom
+    # "GELU and the residual adds run near the copy ceiling already": past the headroom line
+    for name in share:
+        if name.startswith(("GELU", "residual adds")):
+            assert of_ceiling[name] >= 100 * MAX_OF_CEILING, name
+
+
+def test_chapter_6b_backward_ratios_are_the_top_rungs_record():
+    """backward-md: the solution's and the P-storing rung's ten runs on an H100, SDPA's backward beside the
+    solution, and the bar between them (top-rungs/h100/ch06-main, measured by top-rungs/ch06_gpu.py)."""
+    measured = json.loads((RESULTS / "top-rungs" / "h100" / "ch06-main" / "ch06_gpu.json").read_text())
+    assert "H100" in measured["environment"]["gpu"]
+
+    def runs(label_ends: str) -> list[dict]:
+        (part,) = [p["result"] for name, p in measured["parts"].items()
+                   if name.startswith("6b ") and name.endswith(label_ends)]
+        assert len(part["runs"]) == 10
+        return part["runs"]
+
+    solution, stores_p = runs("(solution)"), runs("(backward_stores_p)")
+    text = chapter_cell("06", "backward-md")
+    assert "(ten runs each, `assets/results/calibration/top-rungs`)" in text
+    assert within(quoted_range(text, r"the solution ran (\d\.\d\d)–(\d\.\d\d)× faster than the naive backward"),
+                  span(r["speedup"] for r in solution))
+    assert within(quoted_range(text, r"stores P in memory, the rung below, (\d\.\d\d)–(\d\.\d\d)×"),
+                  span(r["speedup"] for r in stores_p))
+    # "took about 1.3 times SDPA's backward": SDPA's time over the solution's is 1 / others_speedup
+    (times_sdpa,) = numbers(text, r"took about ([\d.]+) times SDPA's backward")
+    assert {round(1 / r["others_speedup"]["torch SDPA backward"], 1) for r in solution} == {times_sdpa}
+    (bar,) = numbers(text, r"Its bar, \*\*([\d.]+)×\*\*, was set on an H100")
+    assert bar == BARS["6b"]["bar"]
+    assert max(r["speedup"] for r in stores_p) < bar < min(r["speedup"] for r in solution)
