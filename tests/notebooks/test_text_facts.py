@@ -536,28 +536,26 @@ def test_profiling_guide_quotes_the_7a_dram_bytes():
             f"{solution['lts__t_sector_hit_rate.pct']:.0f}%") in text
 
 
-def test_the_7b_bar_is_quoted_from_its_ten_runs_against_the_hugging_face_baseline():
-    runs = (RESULTS / "course-h100x4" / "calibrate-the-rest.txt").read_text()
-    (sol,) = re.findall(r"^7b pass .*\(solution\): ([\d.]+)-([\d.]+)x \(median ([\d.]+)x, 10 runs\)", runs, re.M)
-    (unf,) = re.findall(r"^7b report .*\(unfused_7b\): ([\d.]+)-([\d.]+)x \(median ([\d.]+)x, 10 runs\)", runs, re.M)
-    text = chapter_cell("07", "norm-speed-md")
-    assert "(`assets/results/calibration/course-h100x4`)" in text
-    assert f"the solution measured {sol[0]}-{sol[1]}× and the unfused rung {unf[0]}-{unf[1]}×" in text
-    assert f"({sol[2]} / {unf[2]} = {float(sol[2]) / float(unf[2]):.2f})" in text
-    assert abs(float(sol[2]) / float(unf[2]) - 5 / 4) < 0.02
-    # "each a little above its prediction and on its own side of the bar"
-    predicted = numbers(text, r"predict about ([\d.]+)× and ([\d.]+)×")
-    (bar,) = numbers(text, r"The bar is \*\*([\d.]+)×\*\*")
-    assert predicted[0] < float(sol[0]) < 1.1 * predicted[0] and predicted[1] < float(unf[0]) < 1.1 * predicted[1]
-    assert float(unf[1]) < bar < float(sol[0])
-
-
 def ten_runs(folder: str, bar: str, rung: str) -> tuple[float, float, float]:
     """One rung's line in a calibrate-the-rest.txt: the min, max and median speedup of its ten runs."""
     text = (RESULTS / folder / "calibrate-the-rest.txt").read_text()
     (found,) = re.findall(rf"^{re.escape(bar)} \w+ {re.escape(bar)} .*\({re.escape(rung)}\): ([\d.]+)-([\d.]+)x "
                           rf"\(median ([\d.]+)x, 10 runs\)", text, re.M)
     return tuple(float(x) for x in found)
+
+
+def test_the_7b_bar_is_quoted_from_its_ten_runs_against_the_hugging_face_baseline():
+    sol, unf = ten_runs("course-h100x4", "7b", "solution"), ten_runs("course-h100x4", "7b", "unfused_7b")
+    text = chapter_cell("07", "norm-speed-md")
+    assert "(`assets/results/calibration/course-h100x4`)" in text
+    assert f"the solution measured {sol[0]:.3f}-{sol[1]:.3f}× and the unfused rung {unf[0]:.3f}-{unf[1]:.3f}×" in text
+    assert f"({sol[2]:.3f} / {unf[2]:.3f} = {sol[2] / unf[2]:.2f})" in text
+    assert abs(sol[2] / unf[2] - 5 / 4) < 0.02
+    # "each a little above its prediction and on its own side of the bar"
+    predicted = numbers(text, r"predict about ([\d.]+)× and ([\d.]+)×")
+    (bar,) = numbers(text, r"The bar is \*\*([\d.]+)×\*\*")
+    assert predicted[0] < sol[0] < 1.1 * predicted[0] and predicted[1] < unf[0] < 1.1 * predicted[1]
+    assert unf[1] < bar < sol[0]
 
 
 def test_the_7b_figures_on_an_h200_are_its_ten_runs():
