@@ -12,6 +12,8 @@ Exercises
 - 7b   `add_rmsnorm(x, residual, weight, out, residual_out)`: residual_out = x + residual, and
        out = RMSNorm(residual_out) * weight with fp32 statistics, fp16 or bf16, in Triton. Speed bar vs
        torch eager (bars.toml "7b"); torch.compile reported, never graded
+- 7.P  diagnose: two recorded profiles of 7a's rungs; the binding constraint of the first and the rung that
+       relieves it (CPU-checkable; `DIAGNOSE`)
 - 7c   stretch, `groupnorm_silu(x, weight, bias, out)`: GroupNorm (32 groups) then SiLU, fp16, in
        Triton, against torch eager and torch.compile (bars.toml "7-stretch", reported only)
 
@@ -34,7 +36,7 @@ from ..cuda import archs
 from ..cuda.archs import KIB, WARP, Arch
 from ..cuda.gpu import arch_here, free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed, LadderError
-from ..harness import plots
+from ..harness import answers, plots
 from ..harness.answers import call_learner, require_close
 from ..harness.exercise import (
     Exercise,
@@ -50,6 +52,7 @@ from ..harness.fusion import require_launches
 from ..harness.norms import RMS_EPS, add_rms_norm, rms_norm  # noqa: F401  (the notebook reads ch07.RMS_EPS)
 from ..harness.quiet import captured_stderr
 from ..harness.timing import bench
+from ..profiling.diagnose import Case
 
 # ================================================================== 7a: row softmax
 
@@ -585,3 +588,25 @@ def _norm_inputs_meta(size: NormSize, device: str, dtype):
     return (torch.empty(rows, hidden, device=device, dtype=dtype), torch.empty(rows, hidden, device=device, dtype=dtype),
             torch.empty(hidden, device=device, dtype=dtype))
 
+
+# ------------------------------------------------------------------ diagnose: reading two recorded profiles
+
+# Two recorded profiles of 7a's rungs (assets/profiles/H100/7a); the learner names what binds the first and the
+# rung that relieves it. Checked on a CPU; the answer key is checked against the recorded numbers by
+# tests/profiling/test_diagnose.py.
+DIAGNOSE = Case(
+    key="7.P", exercise="7a", rung="scalar", beside="solution", binding="bytes-in-flight",
+    next_rung="16-byte loads (float4) in both passes over the row",
+    choices=("pad the reduction's shared array against bank conflicts",
+             "16-byte loads (float4) in both passes over the row",
+             "one thread per row, looping over its 32,000 elements",
+             "a separate first pass for the maximum"),
+    why="Both rungs make the same passes (the row read twice, written once), so they move the same bytes. The "
+        "4-byte rung keeps DRAM at 65% of its peak with its warps waiting on loads (long scoreboard): each thread "
+        "has one 4-byte load in flight at a time. The same passes in 16-byte loads reach 89%, 511 us against "
+        "684 us. A separate pass for the maximum would add bytes, and one thread per row would leave most of "
+        "the GPU idle at 4,096 rows.")
+
+
+def check_diagnosis(diagnosis) -> None:
+    answers.check_diagnosis(DIAGNOSE, diagnosis)

@@ -8,6 +8,8 @@ Exercises
       transformer block built only from the learner's kernels of chapters 5, 6 and 7. Graded on
       correctness against float64 and on speed against torch eager (bars.toml "8b"); torch.compile is
       reported, never graded
+- 8.P diagnose: two recorded profiles of 8b's block; the binding constraint of the first and the rung that
+      relieves it (CPU-checkable; `DIAGNOSE`)
 
 The block follows the fused-residual convention of inference engines: it takes the previous layer's
 output `x` and the residual stream `residual`, and returns both for the next block, stacked in `out`:
@@ -35,7 +37,7 @@ import torch
 
 from ..cuda.gpu import gpu_or_reason
 from ..errors import CheckFailed
-from ..harness import plots
+from ..harness import answers, plots
 from ..harness.answers import call_learner
 from ..harness.attention import attention_flops, attention_reference
 from ..harness.norms import RMS_EPS, rms_norm  # noqa: F401  (RMS_EPS: the block's notebook reads ch08.RMS_EPS)
@@ -51,6 +53,7 @@ from ..harness.exercise import (
 from ..harness.fusion import require_launches
 from ..harness.kernel_time import KernelTime
 from ..harness.quiet import captured_stderr
+from ..profiling.diagnose import Case
 
 RECORDED = Path(__file__).resolve().parents[2] / "assets" / "results" / "calibration" / "ch08-h100"
 RECORDED_GPU = "NVIDIA H100 80GB HBM3"
@@ -666,3 +669,26 @@ def plot_shares(rows: list[ProfileRow], title: str = ""):
     ax.set_title(title or "eager block, op by op")
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------ diagnose: reading two recorded profiles
+
+# Two recorded profiles of 8b's block (assets/profiles/H100/8b: each rung's longest kernel); the learner names
+# what binds the first and the rung that relieves it. Checked on a CPU; the answer key is checked against the
+# recorded numbers by tests/profiling/test_diagnose.py.
+DIAGNOSE = Case(
+    key="8.P", exercise="8b", rung="naive_tiles", beside="solution", binding="cache-traffic-per-flop",
+    next_rung="chapter 5's 5a kernel: large tiles, grouped order, autotuned",
+    choices=("fuse the residual add into the norm kernel",
+             "chapter 5's 5a kernel: large tiles, grouped order, autotuned",
+             "capture the block in a CUDA graph",
+             "16-byte loads in the bias and GELU epilogue"),
+    why="The block's longest kernel with chapter 5's naive 32x32 tiles takes 1,598 us against the solution's "
+        "378 us, with DRAM at 6% of its peak, 98% of its loads hitting L2 and its warps waiting on them: each "
+        "operand a 32x32 tile loads serves only 32 multiply-adds, so the same operands come through L2 again "
+        "and again. Larger tiles reuse each load many more times. Fusing the norm, a CUDA graph or wider "
+        "epilogue loads leave the matmul's own traffic as it is.")
+
+
+def check_diagnosis(diagnosis) -> None:
+    answers.check_diagnosis(DIAGNOSE, diagnosis)

@@ -265,12 +265,12 @@ def test_solution_and_students_under_the_triton_interpreter():
 def test_solution_on_cpu_grades_what_a_cpu_can_and_says_no_gpu_for_the_rest():
     code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 1 and nb["error"] is None
-    for gid in ("napkin-test", "combine-test", "occupancy-test", "norm-visible", "norm-hidden"):
+    for gid in ("napkin-test", "combine-test", "occupancy-test", "norm-visible", "norm-hidden", "diagnose-test"):
         assert cells[gid]["outcome"] == "pass", cells[gid]
     for gid in ("softmax-visible", "softmax-hidden", "softmax-speed", "norm-speed"):
         assert cells[gid]["error"]["ename"] == "NoGPUError", cells[gid]
     assert "compile for sm_80 and sm_90" in cells["softmax-visible"]["error"]["evalue"]
-    assert nb["score"] == 7 and nb["max_score"] == 15
+    assert nb["score"] == 8 and nb["max_score"] == 16
 
 
 # ------------------------------------------------------------------------------------ GPU

@@ -200,10 +200,10 @@ def test_solution_and_students_under_the_triton_interpreter():
 def test_solution_on_cpu_grades_8a_and_block_correctness_and_says_no_gpu_for_speed():
     code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 1 and nb["error"] is None
-    for gid in ("amdahl-test", "decide-visible", "decide-hidden", "block-visible", "block-hidden"):
+    for gid in ("amdahl-test", "decide-visible", "decide-hidden", "block-visible", "block-hidden", "diagnose-test"):
         assert cells[gid]["outcome"] == "pass", cells[gid]
     assert cells["block-speed"]["error"]["ename"] == "NoGPUError", cells["block-speed"]
-    assert nb["score"] == 8 and nb["max_score"] == 10
+    assert nb["score"] == 9 and nb["max_score"] == 11
 
 
 # ------------------------------------------------------------------------------ 8b: fusion, from the trace

@@ -57,11 +57,16 @@ RUNGS = {
           ("solution", "ch06", "correct", "flash attention: online softmax over K/V tiles")],
     "6-causal": [("no_skip", "ch06", "no_skip", "causal mask applied, but every key tile still visited"),
                  ("solution", "ch06", "correct", "causal: key tiles above the diagonal skipped")],
+    "6b": [("stores_p", "wrong", "backward_stores_p", "P computed once, stored to memory, read back by both kernels"),
+           ("solution", "ch06", "correct", "P recomputed from the saved lse in the dK/dV kernel and in the dQ kernel")],
     "7a": [("three_pass", "ch07", "three_pass_7a", "three passes over each row, the interleaved tree"),
            ("scalar", "ch07", "scalar_7a", "online statistics, two passes, 4-byte loads"),
            ("solution", "ch07", "correct", "online statistics, two passes, 16-byte loads, 1,024 threads a row")],
     "7b": [("unfused", "ch07", "unfused_7b", "an add kernel, then a norm kernel that reads the sum back"),
            ("solution", "ch07", "correct", "residual add and RMSNorm in one program per row")],
+    "8b": [("naive_tiles", "ch08", "naive_tiles", "chapter 5's naive 32x32 matmul in both linear layers"),
+           ("unfused", "ch08", "unfused", "5a's matmul then a bias/GELU kernel; an add kernel then a norm kernel"),
+           ("solution", "ch08", "correct", "the fused kernels of chapters 5, 6 and 7")],
 }
 
 # The separations the course's text relies on: (exercise, rung, attribute, comparison, value).
@@ -74,6 +79,10 @@ CHECKS = [
     # chapter 7's text: the softmax's second read comes mostly from HBM (35% L2 hits in ladder profile's run)
     ("7a", "solution", "l2_hit_pct", "<=", 50.0), ("7a", "solution", "dram_pct", ">=", 80.0),
     ("7b", "solution", "dram_pct", ">=", 80.0),
+    # exercise 7.P: the 4-byte rung short of the peak the same passes reach in 16-byte loads
+    ("7a", "scalar", "dram_pct", "<=", 75.0),
+    # exercise 8.P: the naive 32x32 matmul in the block fetches its operands through L2, DRAM idle
+    ("8b", "naive_tiles", "l2_hit_pct", ">=", 90.0), ("8b", "naive_tiles", "dram_pct", "<=", 20.0),
 ]
 
 
