@@ -749,3 +749,47 @@ def test_chapter_6b_backward_ratios_are_the_top_rungs_record():
     (bar,) = numbers(text, r"Its bar, \*\*([\d.]+)×\*\*, was set on an H100")
     assert bar == BARS["6b"]["bar"]
     assert max(r["speedup"] for r in stores_p) < bar < min(r["speedup"] for r in solution)
+
+
+# ------------------------------------------------------------------ the recorded Nsight Compute rungs
+
+PROFILE_QUOTES = [
+    # (chapter, cell, exercise, rung, [(attribute, the text's format)])
+    ("06", "profile-6b-md", "6b", "stores_p", [("time_us", "{:,.0f} µs"), ("dram_pct", "{:.0f}% of DRAM peak")]),
+    ("06", "profile-6b-md", "6b", "solution", [("dram_pct", "DRAM at {:.0f}%"), ("tensor_pipe_pct", "{:.0f}% busy"),
+                                               ("registers_per_thread", "{} registers"),
+                                               ("achieved_occupancy_pct", "{:.0f}% occupancy"),
+                                               ("time_us", "{:,.0f} µs")]),
+    ("07", "profile-md", "7a", "three_pass", [("dram_pct", "{:.0f}% of DRAM peak"), ("time_us", "{:.0f} µs")]),
+    ("07", "profile-md", "7a", "scalar", [("dram_pct", "{:.0f}% and"), ("time_us", "{:.0f} µs")]),
+    ("07", "profile-md", "7a", "solution", [("dram_pct", "{:.0f}% and"), ("time_us", "{:.0f} µs"),
+                                            ("l2_hit_pct", "L2 hit rate is {:.0f}%")]),
+    ("07", "profile-md", "7b", "solution", [("dram_pct", "the solution: {:.0f}% of DRAM peak")]),
+    ("08", "ncu-profile-md", "8b", "naive_tiles", [("time_us", "{:,.0f} µs"), ("dram_pct", "{:.0f}% of DRAM peak"),
+                                                   ("l2_hit_pct", "{:.0f}% of its loads hitting L2")]),
+    ("08", "ncu-profile-md", "8b", "solution", [("time_us", "{:,.0f} µs"), ("tensor_pipe_pct", "pipe {:.0f}% busy")]),
+    ("08", "ncu-profile-md", "8b", "unfused", [("time_us", "attention, {:,.0f} µs")]),
+]
+
+
+@pytest.mark.parametrize("chapter, cell, exercise, rung, quotes", PROFILE_QUOTES,
+                         ids=[f"{q[2]}-{q[3]}" for q in PROFILE_QUOTES])
+def test_profile_cells_quote_the_recorded_rungs(chapter, cell, exercise, rung, quotes):
+    from grader.profiling import recorded
+
+    sig = recorded.load(exercise, rung)
+    text = chapter_cell(chapter, cell)
+    for attribute, fmt in quotes:
+        quote = fmt.format(getattr(sig, attribute))
+        assert quote in text, f"{chapter} {cell}: {exercise}/{rung}'s {attribute} should read {quote!r}"
+
+
+def test_the_float4_transpose_stretch_is_quoted_from_its_runs():
+    runs = RESULTS / "short-kernels-h100x4" / "lanes-ch02.txt"
+    stretch = re.search(r"2-stretch pass 2 float4 loads and stores .*?: ([\d.]+)-([\d.]+)x", runs.read_text())
+    graded = re.search(r"2 pass 2 padded \[32\]\[33\] tile.*?: ([\d.]+)-([\d.]+)x \(median ([\d.]+)x", runs.read_text())
+    slowest = min(float(stretch[1]), float(graded[1]))
+    assert BARS["2-stretch"]["bar"] < slowest, "the reported bar sits under the H100's slowest run"
+    text = chapter_cell("02", "wide-md")
+    assert f"bar of {BARS['2-stretch']['bar']}× torch" in text
+    assert f"an H100 ({float(graded[3]):.1f}×" in text   # the graded kernel's median
