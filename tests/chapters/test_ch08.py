@@ -294,4 +294,4 @@ def test_gpu_solution_and_unfused_blocks_are_correct_and_torch_is_refused():
 def test_gpu_solution_passes_every_graded_cell():
     code, nb, cells = ladder_check_one(SOLUTION)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
-    assert nb["score"] == 10
+    assert nb["score"] == 11 == nb["max_score"]
