@@ -22,6 +22,7 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
 | LADDER_SHARED_GPU             | unset   | "1" in a check run ahead of its notebook, beside others on the same GPU (grader/notebooks/ahead.py): anything it would time defers it (grader/cuda/sharing.py) |
 | LADDER_CHECKS_AT_ONCE         | half the CPUs, at most 8 | how many of a notebook's graded checks `ladder grade` and `ladder check --isolated` run ahead of the notebook at once; 1 runs every check when its cell is reached |
+| LADDER_CHECK_PROCESSES        | notebook | "notebook": one verifier and one worker check a notebook's graded cells in turn (grader/isolation/isolate.py, CheckSession); "check": a fresh pair for each check, `LADDER_CHECKS_AT_ONCE` of them at once |
 | LADDER_HOST_CHECKS            | the CPUs | how many checks ahead all the students graded on one machine run at once (grader/notebooks/slots.py): each GPU worker of `ladder grade --gpus N` runs its student's checks ahead as if alone, and waits for a slot of the machine's |
 | LADDER_HUNG_RECORD            | unset   | set by grader/notebooks/nbexec.py for one notebook's run: the file where its checks name the learner functions that hung (grader/isolation/hung.py) |
 | LADDER_GRADER_RUN             | unset   | "1" in the kernels of `ladder check` and `ladder grade` (set by grader/notebooks/nbexec.py): `profile()` shows the recorded rungs instead of running Nsight Compute |
@@ -154,6 +155,18 @@ def shared_gpu() -> bool:
     return _get("LADDER_SHARED_GPU") == "1"
 
 
+def set_shared_gpu(shared: bool) -> None:
+    """Say whether the check starting now shares its GPU: a session's worker (grader.isolation.worker) serves
+    checks ahead and alone in turn, and its settings were pinned by the learner's setup cell."""
+    for settings in (os.environ, _pinned):
+        if settings is None:
+            continue
+        if shared:
+            settings["LADDER_SHARED_GPU"] = "1"
+        else:
+            settings.pop("LADDER_SHARED_GPU", None)
+
+
 def _at_least_one(name: str, default: int, meaning_of_one: str = "") -> int:
     """A whole-number setting of at least 1, or `default` where unset."""
     raw = _get(name)
@@ -172,9 +185,23 @@ def checks_at_once() -> int:
     """How many graded checks of one notebook run at once ahead of it (grader.notebooks.ahead); 1: none ahead.
     By default half the CPUs the process may use, at most 8: the checks compile kernels on the CPU, and each
     holds a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. Under `ladder grade --gpus N`
-    every worker's student runs as wide, and the machine's CPUs are shared through host_checks."""
+    every worker's student runs as wide, and the machine's CPUs are shared through host_checks. Where a notebook's
+    checks share one session (checks_share_processes), they run ahead one at a time, in turn, unless this is 1."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return _at_least_one("LADDER_CHECKS_AT_ONCE", max(1, min(8, cpus // 2)), " (1 runs no check ahead)")
+
+
+CHECK_PROCESSES = ("notebook", "check")
+
+
+def checks_share_processes() -> bool:
+    """A notebook's graded checks share one verifier and one worker, in turn (LADDER_CHECK_PROCESSES=notebook, the
+    default), rather than each getting a fresh pair ("check"). Every process that starts CUDA takes the driver's
+    lock, one for the machine: with several students graded at once, fewer starts is what scales."""
+    raw = (_get("LADDER_CHECK_PROCESSES") or "notebook").strip().lower()
+    if raw not in CHECK_PROCESSES:
+        raise ValueError(f"LADDER_CHECK_PROCESSES={raw!r}: use one of {', '.join(CHECK_PROCESSES)}")
+    return raw == "notebook"
 
 
 def host_checks() -> int:
@@ -197,7 +224,7 @@ HUNG_RECORD = "LADDER_HUNG_RECORD"
 VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
              "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_UNCHECKED", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
              "LADDER_NO_DISASSEMBLER", "LADDER_QUIET_START", "LADDER_TRACE", "LADDER_SHARED_GPU",
-             "LADDER_CHECKS_AT_ONCE", "LADDER_HOST_CHECKS", HUNG_RECORD, GRADER_RUN)
+             "LADDER_CHECKS_AT_ONCE", "LADDER_CHECK_PROCESSES", "LADDER_HOST_CHECKS", HUNG_RECORD, GRADER_RUN)
 
 
 def grader_run() -> bool:

@@ -29,7 +29,7 @@ from ..errors import DEFERRED
 from ..learner import cells as nbcells
 from ..learner.code import KernelOutcome
 from . import server
-from .messages import Job, Verdict
+from .messages import Job, SessionCheck, Verdict
 
 
 def check_cell(nb, grade_id: str, timeout_s: float | None = None, cwd: str | None = None) -> Verdict:
@@ -92,12 +92,12 @@ def _server() -> _Server:
 
 def check_sources(cells: list[tuple[str, str]], source: str, name: str = "test", timeout_s: float | None = None,
                   cwd: str | None = None, outcomes: dict[str, KernelOutcome] | None = None,
-                  shared_gpu: bool = False, cancel: threading.Event | None = None) -> Verdict:
+                  shared_gpu: bool = False, cancel: threading.Event | None = None,
+                  session: CheckSession | None = None) -> Verdict:
     """The verdict of one check. `shared_gpu`: it runs beside other checks of the same student on one GPU
     (grader.notebooks.ahead), and is deferred if it would time anything (grader.cuda.sharing). `cancel`, once
-    set, stops the check's processes and makes its verdict "deferred" (a check ahead that is no longer wanted)."""
-    from multiprocessing.connection import Connection
-
+    set, stops the check's processes and makes its verdict "deferred" (a check ahead that is no longer wanted).
+    `session`: the notebook run's verifier and worker check it (see CheckSession), else fresh ones."""
     timeout_s = timeout_s or config.cell_timeout_s()
     job = Job(list(cells), source, name, dict(outcomes or {}))
     env = _environ()
@@ -109,38 +109,124 @@ def check_sources(cells: list[tuple[str, str]], source: str, name: str = "test",
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
         for path in (out_path, err_path):
             open(path, "wb").close()
+        if session is not None:
+            return session.check(job, env, cwd, out_path, err_path, timeout_s, cancel)
         fork_server = _server()
         start = time.perf_counter()
-        pid, read_end = fork_server.fork(server.Fork(job, env, cwd, out_path, err_path))
-        verdict = Connection(read_end, writable=False)
-        raw = b""
-        try:
-            if _wait(verdict, start + timeout_s, cancel):
-                try:
-                    raw = verdict.recv_bytes()
-                except EOFError:  # it ended without a verdict
-                    raw = b""
-            elif cancel is not None and cancel.is_set():
-                _kill_group(pid)
-                return Verdict(False, DEFERRED, f"{name}: stopped before its verdict (no longer needed ahead)",
-                               _read(out_path), time.perf_counter() - start)
-            else:
-                _kill_group(pid)
-                return Verdict(False, "timed-out", f"{name}: timed out after {timeout_s:.0f} s; the processes running "
-                               "the check were stopped, which frees the GPU.", _read(out_path),
-                               time.perf_counter() - start, "CheckTimedOut")
-        finally:
-            _kill_group(pid)  # its worker too, if anything is left
-            verdict.close()
-        stdout = _read(out_path)
-        if not raw:
-            code = _exit_code(fork_server, pid)
-            tail = _read(err_path).strip()[-2000:]
-            return Verdict(False, "crashed", f"{name}: the grader's checking process ended without a verdict "
-                           f"({code}).\n{tail}", stdout, time.perf_counter() - start, "WorkerCrashed")
-    v = json.loads(raw)
-    v["stdout"] = stdout
-    return Verdict(**v)
+        pid, fd = fork_server.fork(server.Fork(job, env, cwd, out_path, err_path))
+        return _verdict(_Child(fork_server, pid, fd), job, start, timeout_s, cancel, out_path, err_path)
+
+
+class _Child:
+    """A verifier forked from the fork server, and the asking end of its verdict's socket."""
+
+    def __init__(self, fork_server: _Server, pid: int, fd: int):
+        from multiprocessing.connection import Connection
+
+        self.fork_server, self.pid, self.conn = fork_server, pid, Connection(fd)
+
+    def stop(self) -> None:
+        """Stop the verifier and everything it started (its worker), which share its process group."""
+        _kill_group(self.pid)
+        self.conn.close()
+
+
+def _verdict(child: _Child, job: Job, start: float, timeout_s: float, cancel: threading.Event | None, out_path: str,
+             err_path: str, session: bool = False) -> Verdict:
+    """The verdict `child` sends for `job`, or the one its silence earns. A fresh verifier is stopped afterwards
+    whatever happened; a session's (`session`) only where it is over."""
+    name = job.test_name
+    raw = b""
+    over = True
+    try:
+        if _wait(child.conn, start + timeout_s, cancel):
+            try:
+                raw = child.conn.recv_bytes()
+            except (EOFError, OSError):  # it ended without a verdict
+                raw = b""
+        elif cancel is not None and cancel.is_set():
+            return Verdict(False, DEFERRED, f"{name}: stopped before its verdict (no longer needed ahead)",
+                           _read(out_path), time.perf_counter() - start)
+        else:
+            return Verdict(False, "timed-out", f"{name}: timed out after {timeout_s:.0f} s; the processes running "
+                           "the check were stopped, which frees the GPU.", _read(out_path),
+                           time.perf_counter() - start, "CheckTimedOut")
+        if raw:
+            v = json.loads(raw)
+            over = v.pop("session_over", True) or not session
+            v["stdout"] = _read(out_path)
+            return Verdict(**v)
+        code = _exit_code(child.fork_server, child.pid)
+        tail = _read(err_path).strip()[-2000:]
+        return Verdict(False, "crashed", f"{name}: the grader's checking process ended without a verdict "
+                       f"({code}).\n{tail}", _read(out_path), time.perf_counter() - start, "WorkerCrashed")
+    finally:
+        if over:
+            child.stop()
+
+
+class CheckSession:
+    """One verifier and one worker for the checks of one notebook run, which they check in turn.
+
+    Why: each process that starts CUDA takes the NVIDIA driver's lock, one for the machine. A fresh verifier
+    and worker per check made a student's eight checks sixteen CUDA starts, and four students graded at once on
+    four GPUs waited on each other in that lock (assets/results/class-grading/driver-lock-h100x4). A session
+    starts CUDA twice for the notebook, and runs each learner cell once.
+
+    What a check sees is what it would see in a fresh pair, but for what the learner's own functions kept from
+    an earlier check of the same notebook (as in the notebook's kernel, where the cells run in the same order):
+    the worker runs the cells a check adds after those it ran, and begins each check by letting go of what the
+    last one bound (grader.isolation.worker). The grader's side keeps nothing from a check but its caches.
+    A check whose cells do not extend the ones the worker ran (a cell that ended otherwise than assumed, a check
+    run again out of order), and any check after one that timed out, crashed or tampered with the connection,
+    gets a new session: forked from the fork server like a fresh verifier, with a fresh worker."""
+
+    def __init__(self):
+        self.child: _Child | None = None
+        self.cwd: str | None = None
+        self.cells: list[tuple[str, str]] = []
+        self.outcomes: dict[str, KernelOutcome] = {}
+        self.lock = threading.Lock()
+        self.started = 0   # sessions started: verifier-and-worker pairs, for the run's record
+
+    def fits(self, job: Job, cwd: str | None) -> bool:
+        """Whether the session's worker can check `job`: it ran no cell the job does not start with, ended as the
+        job says it ended."""
+        ran = len(self.cells)
+        return (self.child is not None and cwd == self.cwd and [tuple(c) for c in job.cells[:ran]] == self.cells
+                and all(job.outcomes.get(name) == self.outcomes.get(name) for name, _ in self.cells))
+
+    def check(self, job: Job, env: dict, cwd: str | None, out_path: str, err_path: str, timeout_s: float,
+              cancel: threading.Event | None) -> Verdict:
+        with self.lock:
+            if not self.fits(job, cwd):
+                self._new(env, cwd)
+            start = time.perf_counter()
+            try:
+                self.child.conn.send(SessionCheck(job, env, out_path, err_path))
+            except (BrokenPipeError, ConnectionError, OSError):   # it ended since: a new one checks this job
+                self._new(env, cwd)
+                self.child.conn.send(SessionCheck(job, env, out_path, err_path))
+            self.cells = [tuple(c) for c in job.cells]
+            self.outcomes = {name: job.outcomes[name] for name, _ in job.cells if name in job.outcomes}
+            child = self.child
+            verdict = _verdict(child, job, start, timeout_s, cancel, out_path, err_path, session=True)
+            if child.conn.closed:
+                self.child = None
+            return verdict
+
+    def _new(self, env: dict, cwd: str | None) -> None:
+        self.close()
+        fork_server = _server()
+        pid, fd = fork_server.fork(server.Fork(None, env, cwd, os.devnull, os.devnull, session=True))
+        self.child, self.cwd, self.cells, self.outcomes = _Child(fork_server, pid, fd), cwd, [], {}
+        self.started += 1
+
+    def close(self) -> None:
+        """Stop the session's verifier and worker (the notebook's run is over)."""
+        if self.child is not None:
+            self.child.stop()
+            self.child = None
 
 
 def _wait(verdict, deadline: float, cancel: threading.Event | None) -> bool:

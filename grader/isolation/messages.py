@@ -94,8 +94,10 @@ EMPTY_BATCH = 0   # the bound batch id every worker holds from its start: no fun
 
 @dataclass
 class Load:
+    """Run these cells, after any an earlier check of the same session ran; a new check starts here."""
     cells: list[tuple[str, str]]                                   # (name, source) of the learner's cells
     outcomes: dict[str, KernelOutcome] = field(default_factory=dict)   # how each ended in the notebook's kernel
+    shared_gpu: bool = False   # this check runs beside others on its GPU (grader.cuda.sharing)
 
 
 @dataclass
@@ -206,6 +208,16 @@ class Job:
 
 
 @dataclass
+class SessionCheck:
+    """One check for a session's verifier (grader.isolation.verifier.serve_session), from the asking process:
+    the job, that process's environment as it is now, and the files the check's output goes to."""
+    job: Job
+    environ: dict
+    stdout_path: str
+    stderr_path: str
+
+
+@dataclass
 class Verdict:
     passed: bool
     reason: str | None
@@ -217,7 +229,7 @@ class Verdict:
     # Of `seconds`, the time the worker took to start and run the learner's cells (imports, compiling):
     # where a check's time goes, reported per cell by `ladder grade` (grader.notebooks.nbexec).
     load_seconds: float = 0.0
-    # CPU time of the verifier and its worker (both reaped by then): with `seconds`, whether the check waited for
+    # CPU time of the verifier and its worker during the check: with `seconds`, whether the check waited for
     # the CPU (grader.classgrade.timing). 0 where the check was stopped before its verdict.
     cpu_seconds: float = 0.0
 

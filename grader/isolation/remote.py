@@ -58,6 +58,10 @@ class WorkerHandle:
         self.called: set[str] = set()
         self.dead: str | None = None
         self.clean_ms = 0.0   # an empty request before any learner code ran (grader.isolation.trusted)
+        self.started = False
+        self.cells: list[tuple[str, str]] = []   # the learner's cells the worker ran, in order
+        self.outcomes: dict = {}                 # how those of them that did not run as they read ended
+        self.problems: list[str] = []            # what running them reported
 
     def log_tail(self, limit: int = 1500) -> str:
         try:
@@ -154,17 +158,34 @@ class WorkerHandle:
                             + self._log_note())
 
     def load(self, cells, outcomes) -> Loaded:
-        """Prepare the worker, time empty requests on it while no learner code has run (the reference that
-        caps what a timed batch's overhead may be credited: grader.isolation.trusted), then run the cells."""
-        self.request(Prepare(), config.load_timeout_s(), "starting the process that runs your code")
-        samples = []
-        for _ in range(CLEAN_SAMPLES):
-            t0 = NOW()
-            self.request(Batch(EMPTY_BATCH, 0, on_device=False), 60, "starting the process that runs your code")
-            samples.append((NOW() - t0) * 1e3)
-        self.clean_ms = clean_request_ms(samples)
-        return self.request(Load(list(cells), dict(outcomes or {})), config.load_timeout_s(),
-                            "running your notebook's cells")
+        """Start a check: the first time, prepare the worker and time empty requests on it while no learner code
+        has run (the reference that caps what a timed batch's overhead may be credited: grader.isolation.trusted);
+        then run the cells the worker has not run yet. A session's worker (grader.isolation.verifier.serve_session)
+        ran an earlier check's cells already: `cells` must start with them, ended as they did."""
+        outcomes = dict(outcomes or {})
+        if not self.started:
+            self.request(Prepare(), config.load_timeout_s(), "starting the process that runs your code")
+            samples = []
+            for _ in range(CLEAN_SAMPLES):
+                t0 = NOW()
+                self.request(Batch(EMPTY_BATCH, 0, on_device=False), 60, "starting the process that runs your code")
+                samples.append((NOW() - t0) * 1e3)
+            self.clean_ms = clean_request_ms(samples)
+            self.started = True
+        ran = len(self.cells)
+        if [tuple(c) for c in cells[:ran]] != self.cells or any(
+                outcomes.get(name) != self.outcomes.get(name) for name, _ in self.cells):
+            raise RuntimeError("this session's worker ran other cells than the check's: the asking process should "
+                               "have started a new session (grader.isolation.isolate.CheckSession.fits)")
+        new = [tuple(c) for c in cells[ran:]]
+        new_outcomes = {name: outcomes[name] for name, _ in new if name in outcomes}
+        self.called = set()   # each check's first call of a function may compile and autotune: the longer limit
+        reply = self.request(Load(new, new_outcomes, shared_gpu=config.shared_gpu()), config.load_timeout_s(),
+                             "running your notebook's cells")
+        self.cells += new
+        self.outcomes.update(new_outcomes)
+        self.problems += reply.problems
+        return Loaded(list(self.problems), reply.tampered)
 
     def describe(self, names: list[str]) -> Described:
         return self.request(Describe(names), 60, "looking up your names")

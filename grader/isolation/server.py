@@ -3,9 +3,10 @@
 Every graded check runs in a fresh verifier (grader.isolation.verifier), and a fresh interpreter
 spends two to three seconds importing torch before it can check anything. This server imports torch
 and the verifier once, for the life of the process that grades (`ladder grade`, `ladder check`), and
-forks a verifier per check: milliseconds. It never runs a check, the learner's code or anything that
-touches CUDA (a forked child cannot use a GPU its parent initialised), so every verifier starts from
-the same clean state.
+forks a verifier per check, or one for a notebook's run that checks its cells in turn (a session:
+grader.isolation.isolate.CheckSession): milliseconds. It never runs a check, the learner's code or
+anything that touches CUDA (a forked child cannot use a GPU its parent initialised), so every verifier
+starts from the same clean state.
 
 Written here rather than taken from `multiprocessing`'s fork server, which re-runs the asking
 process's main module in every child: a script fed on stdin cannot be re-run at all, and a Jupyter
@@ -13,8 +14,10 @@ kernel's or a console script's main costs time in every check.
 
 The protocol, over a Unix socket pair whose other end the asking process holds (grader.isolation.
 isolate): a request is a pickled `Fork` (length-prefixed); the reply is the child's pid, with the
-read end of the pipe the child will write its verdict to, passed as a file descriptor. The server
-keeps no other copy of that pipe. A `Status` request returns how a child ended, once it has.
+asking end of a socket pair whose other end the child holds, passed as a file descriptor: the child
+writes its verdict there (a session also reads its next check from it). The server keeps no copy of
+either end. A socket, not a pipe: another process of the same user can open a pipe through
+/proc/PID/fd, never a socket. A `Status` request returns how a child ended, once it has.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class Fork:
     cwd: str | None
     stdout_path: str
     stderr_path: str
+    session: bool = False   # serve checks in turn over the socket (grader.isolation.verifier.serve_session)
 
 
 @dataclass
@@ -85,7 +89,7 @@ def _reap(*_):
         _ENDED[pid] = status
 
 
-def _child(sock: socket.socket, request: Fork, verdict_fd: int) -> None:
+def _child(sock: socket.socket, request: Fork, verdict: socket.socket) -> None:
     from multiprocessing.connection import Connection
 
     verifier = sys.modules[VERIFIER]  # imported by main(), before any fork: it is this server's program
@@ -93,8 +97,12 @@ def _child(sock: socket.socket, request: Fork, verdict_fd: int) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     code = 1
     try:
-        verifier.forked(request.job, request.environ, request.cwd, Connection(verdict_fd, readable=False),
-                        request.stdout_path, request.stderr_path)
+        conn = Connection(verdict.detach())
+        if request.session:
+            verifier.serve_session(conn, request.environ, request.cwd)
+        else:
+            verifier.forked(request.job, request.environ, request.cwd, conn, request.stdout_path,
+                            request.stderr_path)
         code = 0
     finally:
         os._exit(code)  # never back into the server's loop
@@ -112,14 +120,14 @@ def serve(sock: socket.socket) -> None:
             status = _ENDED.pop(request.pid, None)
             send(sock, None if status is None else os.waitstatus_to_exitcode(status))
             continue
-        read_end, write_end = os.pipe()
+        asking_end, child_end = socket.socketpair()
         pid = os.fork()
         if pid == 0:
-            os.close(read_end)
-            _child(sock, request, write_end)
-        os.close(write_end)
-        send(sock, pid, (read_end,))
-        os.close(read_end)
+            asking_end.close()
+            _child(sock, request, child_end)
+        child_end.close()
+        send(sock, pid, (asking_end.fileno(),))
+        asking_end.close()
 
 
 def main() -> None:

@@ -1,7 +1,9 @@
-"""The verifier: one fresh process per graded test cell, forked by grader.isolation.isolate.
+"""The verifier: a fresh process per graded test cell, or one per notebook run that checks its cells in
+turn (`serve_session`), forked by grader.isolation.isolate.
 
 It takes a `Job` (the learner's cells, the test cell's source), starts a worker that
-runs the learner's cells, binds every name the test cell uses to a stand-in for the worker's object
+runs the learner's cells (a session's worker runs each cell once, those a later check adds after the ones
+an earlier check ran), binds every name the test cell uses to a stand-in for the worker's object
 (a `RemoteFunction` for a function), and runs the test cell's own source here, with the grader's
 checks. The learner's code never runs in this process. What the checks print goes to stdout (it
 becomes the cell's output); the `Verdict` goes back over a connection the worker does not hold.
@@ -57,9 +59,11 @@ def _assigned_values(source: str, ns: dict) -> str | None:
     return base64.b64encode(pickle.dumps(out)).decode()
 
 
-def run(job: Job, worker_method: str = "spawn", private: tuple = ()) -> Verdict:
+def run(job: Job, worker_method: str = "spawn", private: tuple = (), handle=None) -> Verdict:
+    """The verdict on `job`, from a worker started for it (`worker_method`, `private`: see
+    grader.isolation.remote.WorkerHandle), or from `handle`, a session's worker, kept open afterwards."""
     sharing.clear()
-    verdict = _judge(job, worker_method, private)
+    verdict = _judge(job, worker_method, private, handle)
     if sharing.deferred():
         # On a GPU shared with other checks (grader.cuda.sharing), something would have been timed. Whatever
         # the check made of it (it may have caught NeedsOwnGPU on the way), the verdict is no verdict: the
@@ -70,12 +74,12 @@ def run(job: Job, worker_method: str = "spawn", private: tuple = ()) -> Verdict:
     return verdict
 
 
-def _judge(job: Job, worker_method: str, private: tuple) -> Verdict:
+def _judge(job: Job, worker_method: str, private: tuple, session_handle=None) -> Verdict:
     from .remote import RemoteFunction, WorkerHandle
 
     start = time.perf_counter()
     load_seconds = 0.0
-    handle = WorkerHandle(worker_method, private)
+    handle = session_handle or WorkerHandle(worker_method, private)
     try:
         loaded = handle.load(job.cells, job.outcomes)
         load_seconds = time.perf_counter() - start
@@ -122,7 +126,8 @@ def _judge(job: Job, worker_method: str, private: tuple) -> Verdict:
                        f"grader bug, please report it.\n{traceback.format_exc()[-3000:]}",
                        seconds=time.perf_counter() - start, cls=type(exc).__name__)
     finally:
-        handle.close()
+        if session_handle is None:
+            handle.close()
 
 
 def forked(job: Job, environ: dict, cwd: str | None, verdict_conn, stdout_path: str, stderr_path: str) -> None:
@@ -136,12 +141,7 @@ def forked(job: Job, environ: dict, cwd: str | None, verdict_conn, stdout_path: 
     os.environ.update(environ)
     if cwd:
         os.chdir(cwd)
-    for fd, path in ((1, stdout_path), (2, stderr_path)):
-        target = os.open(path, os.O_WRONLY | os.O_APPEND)
-        os.dup2(target, fd)
-        os.close(target)
-    sys.stdout = open(1, "w", buffering=1, closefd=False)
-    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    _output_to(stdout_path, stderr_path)
     verdict = run(job, worker_method="fork", private=(verdict_conn,))
     verdict.cpu_seconds = round(_cpu_seconds(), 3)
     sys.stdout.flush()
@@ -149,10 +149,86 @@ def forked(job: Job, environ: dict, cwd: str | None, verdict_conn, stdout_path: 
     verdict_conn.close()
 
 
+def serve_session(conn, environ: dict, cwd: str | None) -> None:
+    """Entry point of a session's verifier (grader.isolation.isolate.CheckSession): the checks of one notebook
+    run, in turn, with one worker. Why: every process that starts CUDA takes the NVIDIA driver's lock, one
+    for the machine, and a fresh verifier and worker per check made a student's eight checks sixteen such
+    starts; with four students graded at once on four GPUs they waited on each other there
+    (assets/results/class-grading/driver-lock-h100x4). A session makes them two.
 
-def _cpu_seconds() -> float:
-    """CPU time of this verifier and of the worker it forked and has reaped (a forked child's counts start at 0)."""
+    Each request is a `SessionCheck`; the worker is forked at the first, before this process touches CUDA,
+    and runs only the cells a check adds after those it ran (grader.isolation.remote.WorkerHandle.load,
+    which refuses a check whose cells do not extend them: the asking process starts a new session for it).
+    Each verdict says whether the session is over: once its worker died, was stopped or tampered with the
+    connection, a verifier that started CUDA cannot fork another, so the next check gets a new session."""
+    from .remote import WorkerHandle
+
+    os.setsid()
+    os.environ.clear()
+    os.environ.update(environ)
+    if cwd:
+        os.chdir(cwd)
+    handle = None
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            break   # the asking process closed the session
+        os.environ.clear()
+        os.environ.update(request.environ)
+        _output_to(request.stdout_path, request.stderr_path)
+        if handle is None:
+            handle = WorkerHandle("fork", private=(conn,))
+        before = _cpu_seconds(handle.proc.pid)
+        verdict = run(request.job, handle=handle)
+        verdict.cpu_seconds = round(_cpu_seconds(handle.proc.pid) - before, 3)
+        over = bool(handle.dead) or not handle.proc.is_alive()
+        _release_between_checks()
+        sys.stdout.flush()
+        conn.send_bytes(json.dumps({**verdict.as_dict(), "session_over": over}).encode())
+        if over:
+            break
+    if handle is not None:
+        handle.close()
+    conn.close()
+
+
+def _release_between_checks() -> None:
+    """Free what a session's check left on the GPU (its inputs, references, what the worker mapped of them),
+    so that the next check starts with the memory a fresh verifier would have."""
+    import gc
+
+    gc.collect()
+    import torch
+
+    if torch.cuda.is_initialized():
+        torch.cuda.ipc_collect()
+        torch.cuda.empty_cache()
+
+
+def _output_to(stdout_path: str, stderr_path: str) -> None:
+    """What this verifier prints, from now on, into the check's files (the cell's output, the log)."""
+    for fd, path in ((1, stdout_path), (2, stderr_path)):
+        target = os.open(path, os.O_WRONLY | os.O_APPEND)
+        os.dup2(target, fd)
+        os.close(target)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+
+
+
+def _cpu_seconds(worker_pid: int | None = None) -> float:
+    """CPU time of this verifier and of the worker it forked and has reaped (a forked child's counts start at 0),
+    and of `worker_pid`, a session's worker that still runs, as the kernel counts it (/proc, on Linux)."""
     import resource
 
-    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
-                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+    own = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+    if worker_pid is None:
+        return own
+    try:
+        with open(f"/proc/{worker_pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return own + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime
+    except (OSError, ValueError, IndexError):
+        return own

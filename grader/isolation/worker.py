@@ -1,6 +1,7 @@
 """The worker: a fresh process that runs the learner's code, and decides nothing.
 
-The verifier (grader.isolation.verifier) starts one worker per graded check. The worker imports every
+The verifier (grader.isolation.verifier) starts one worker per graded check, or one for a session's checks
+(each check's `Load` runs only the cells it adds). The worker imports every
 chapter (through the registry), notes the identities of what the learner must not replace, then runs
 the learner's cells (the setup cell and the solution cells, definitions only: grader.learner.code)
 and serves requests (grader.isolation.messages) over a `multiprocessing` connection: call a function
@@ -17,7 +18,7 @@ import gc
 import os
 import sys
 
-from .. import chapters
+from .. import chapters, config
 from ..cuda import sharing
 from ..errors import DEFERRED, LadderError, as_dict
 from ..learner.code import KernelOutcome, run_cell
@@ -51,8 +52,17 @@ class Worker:
         return Prepared()
 
     def load(self, msg: Load) -> Loaded:
+        """A check starts: what an earlier check of the session left (its bound inputs and their native copies,
+        its results, a deferral) is let go, and the cells it adds run."""
         if not self.prepared:
             self.prepare()
+        self.bound = {EMPTY_BATCH: self.bound[EMPTY_BATCH]}
+        self.keep = []
+        sharing.clear()
+        config.set_shared_gpu(msg.shared_gpu)
+        gc.collect()
+        if self.has_gpu:
+            self.torch.cuda.empty_cache()
         problems = []
         for name, source in msg.cells:
             problems += run_cell(name, source, self.ns, msg.outcomes.get(name, KernelOutcome()))

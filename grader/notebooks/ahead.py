@@ -96,15 +96,8 @@ class ChecksAhead:
         except Exception as exc:  # noqa: BLE001 - the check runs again when its cell is reached, and says why there
             self.again[gid] = f"failed ahead ({type(exc).__name__}: {exc})"
             return None
-        if check.cells != tuple(cells) or check.source != source:
-            why = "its cells changed"
-        elif any(name in outcomes for name, _ in cells):
-            why = "a learner cell before it raised or took the kernel down"
-        elif verdict.reason in _NOT_KEPT:
-            why = f"{verdict.reason} ahead"
-        elif "out of memory" in verdict.message.lower():   # the GPU's memory was shared too
-            why = "out of memory ahead"
-        else:
+        why = _not_usable(check, cells, source, outcomes, verdict)
+        if why is None:
             self.used.append(gid)
             return verdict
         self.again[gid] = why
@@ -125,6 +118,88 @@ class ChecksAhead:
         """Stop every check still running ahead (a notebook whose run ended early) and the pool."""
         self.cancel.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _not_usable(check: _Check, cells, source: str, outcomes: dict[str, KernelOutcome], verdict) -> str | None:
+    """Why a verdict from ahead is not the one the check gives when its cell is reached, or None where it is."""
+    if check.cells != tuple(cells) or check.source != source:
+        return "its cells changed"
+    if any(name in outcomes for name, _ in cells):
+        return "a learner cell before it raised or took the kernel down"
+    return _not_kept(verdict)
+
+
+def _not_kept(verdict) -> str | None:
+    """Why a verdict from ahead cannot stand whatever the notebook's cells did: no verdict, or one a neighbour
+    on the GPU may have caused."""
+    if verdict.reason in _NOT_KEPT:
+        return f"{verdict.reason} ahead"
+    if "out of memory" in verdict.message.lower():   # the GPU's memory was shared too
+        return "out of memory ahead"
+    return None
+
+
+class ChecksInTurn(ChecksAhead):
+    """The graded checks of one notebook, ahead of its execution, one after another in the notebook's order, by
+    one verifier and one worker (grader.isolation.isolate.CheckSession, LADDER_CHECK_PROCESSES=notebook).
+
+    The session's worker runs each learner cell once, so its checks must come in the notebook's order: after a
+    check ahead whose verdict cannot stand (a speed check, deferred because it would time), the next one waits
+    until the notebook has reached that cell and checked it again with the GPU to itself, in the same session.
+    Everything else is ChecksAhead's: the verdicts kept, the machine's slots, `alone`."""
+
+    def __init__(self, nb, cwd: str | None, timeout_s: float | None, check):
+        self.turn = threading.Condition()
+        self.held = False       # a check ahead's verdict cannot stand: the next waits for the notebook
+        self.alone_now = 0      # checks the notebook runs itself, now
+        self.running = False    # a check ahead runs now
+        super().__init__(nb, cwd, timeout_s, 1, check)
+
+    def _run(self, check: _Check):
+        with self.turn:
+            self.turn.wait_for(lambda: self.cancel.is_set() or not (self.held or self.alone_now))
+            if self.cancel.is_set():
+                raise RuntimeError("the notebook's run ended before this check's turn")
+            self.running = True
+        verdict = None
+        try:
+            verdict = super()._run(check)
+            return verdict
+        finally:
+            with self.turn:
+                self.running = False
+                self.held = verdict is None or _not_kept(verdict) is not None
+                self.turn.notify_all()
+
+    def alone(self):
+        return _AloneInTurn(self)
+
+    def close(self) -> None:
+        self.cancel.set()
+        with self.turn:
+            self.turn.notify_all()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _AloneInTurn:
+    """A check the notebook runs itself, in the session, between two checks ahead: the one running finishes
+    first, and the next starts after it (and is held no longer: the notebook has reached the cell it waited for)."""
+
+    def __init__(self, ahead: ChecksInTurn):
+        self.ahead = ahead
+
+    def __enter__(self):
+        with self.ahead.turn:
+            self.ahead.alone_now += 1
+            self.ahead.turn.wait_for(lambda: not self.ahead.running)
+        return self
+
+    def __exit__(self, *exc):
+        with self.ahead.turn:
+            self.ahead.alone_now -= 1
+            self.ahead.held = False
+            self.ahead.turn.notify_all()
+        return False
 
 
 class _Alone:

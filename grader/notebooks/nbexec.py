@@ -18,8 +18,9 @@ again. After `max_kernel_restarts` restarts, the next loss ends the run (as does
 will not start): every remaining code cell gets a "not run" error output, so the notebook still
 finishes and is still graded.
 
-Graded test cells go through `run_graded_test_cell`: checked in fresh processes (grader.isolation),
-or in the notebook's kernel. Either way the verdict is the same, because both paths gather the same
+Graded test cells go through `run_graded_test_cell`: checked in separate processes (grader.isolation: by
+default one verifier and one worker for the run's checks, in turn, a `CheckSession`), or in the notebook's
+kernel. Either way the verdict is the same, because both paths gather the same
 facts and apply the same rules; two things make sure of it here:
 - the isolated check rebuilds the learner's cells as the kernel ended them: a cell that took its kernel
   down is left out, and one that raised stops where it raised (`outcomes`);
@@ -47,7 +48,7 @@ from traitlets import Bool, Integer
 
 from .. import config
 from ..isolation import hung, isolate, rules
-from .ahead import ChecksAhead
+from .ahead import ChecksAhead, ChecksInTurn
 from ..learner.cells import grade_id as _grade_id
 from ..learner.cells import is_autograded_test, is_learner_cell, learner_cells
 from ..learner.code import KernelOutcome
@@ -177,13 +178,14 @@ class LadderExecute(Execute):
         hung_before = os.environ.get(hung.RECORD_VARIABLE)
         os.environ[hung.RECORD_VARIABLE] = hung_record
         self.ahead = None
+        # The run's verifier and worker, shared by its checks in turn (LADDER_CHECK_PROCESSES=notebook), or None.
+        self.session = isolate.CheckSession() if self.isolated_checks and config.checks_share_processes() else None
         try:
             if not self.km.has_kernel:
                 self.start_new_kernel()
             self._connect()
             if self.isolated_checks:   # the notebook's checks start now, beside its kernel (grader.notebooks.ahead)
-                self.ahead = ChecksAhead.start(self.nb, self._folder(), self.timeout or None, config.checks_at_once(),
-                                               isolate.check_sources)
+                self.ahead = self._checks_ahead()
             for index, cell in enumerate(list(self.nb.cells)):
                 if self.stopped is not None:
                     self._mark_not_run(cell)
@@ -193,6 +195,10 @@ class LadderExecute(Execute):
             if self.ahead is not None:
                 self.ahead.close()
                 self.nb.metadata.setdefault("ladder", {})["checks_ahead"] = self.ahead.summary()
+            if self.session is not None:
+                self.session.close()
+                # How many verifier-and-worker pairs the run's checks took (1 where nothing ended a session).
+                self.nb.metadata.setdefault("ladder", {})["check_sessions"] = self.session.started
             if before is None:
                 os.environ.pop(config.GRADER_RUN, None)
             else:
@@ -210,6 +216,19 @@ class LadderExecute(Execute):
                 self._discard_kernel(now=bool(self.crashes))
         self.set_widgets_metadata()
         return self.nb, self.resources
+
+    def _checks_ahead(self):
+        """The notebook's checks, started now beside its kernel: in turn in the run's session, or (without one)
+        `checks_at_once` at a time in fresh processes; None where every check waits for its cell."""
+        if self.session is not None and config.checks_at_once() > 1:
+            return ChecksInTurn(self.nb, self._folder(), self.timeout or None, self._check)
+        if self.session is not None:
+            return None
+        return ChecksAhead.start(self.nb, self._folder(), self.timeout or None, config.checks_at_once(), self._check)
+
+    def _check(self, *args, **kwargs):
+        """grader.isolation.isolate.check_sources, in the run's session where it has one."""
+        return isolate.check_sources(*args, session=self.session, **kwargs)
 
     def preprocess_cell(self, cell, resources, index):
         self._check_assign_resources(resources)
@@ -242,8 +261,8 @@ class LadderExecute(Execute):
         ahead = verdict is not None
         if verdict is None:
             with self.ahead.alone() if self.ahead is not None else contextlib.nullcontext():
-                verdict = isolate.check_sources(cells, source, gid, timeout_s=self.timeout or None,
-                                                cwd=self._folder(), outcomes=self.outcomes)
+                verdict = self._check(cells, source, gid, timeout_s=self.timeout or None, cwd=self._folder(),
+                                      outcomes=self.outcomes)
         self.verdicts[gid] = verdict
         # Where grading time goes (grader.classgrade.timing reads it): the check, and of it the worker's
         # start with the learner's cells; whether its verdict came from ahead of the notebook, and how long

@@ -1,6 +1,7 @@
-"""A notebook's graded checks run ahead of it, several at once (grader.notebooks.ahead), and give every cell
-the verdict and output it gets when each check runs as its cell is reached: a check that times is run
-again alone, and so is one whose learner cells did not end in the kernel as the check ahead assumed."""
+"""A notebook's graded checks run ahead of it (grader.notebooks.ahead), in turn in one session or several at once
+in fresh processes, and give every cell the verdict and output it gets when each check runs as its cell is
+reached: a check that times is run again alone, and so is one whose learner cells did not end in the kernel as
+the check ahead assumed."""
 
 from __future__ import annotations
 
@@ -33,9 +34,11 @@ def _notebook():
     ])
 
 
-def _execute(tmp_path, monkeypatch, at_once: int, nb=None):
-    """`nb` (this file's notebook by default) executed for grading, `at_once` checks ahead at a time."""
+def _execute(tmp_path, monkeypatch, at_once: int, nb=None, processes: str = "check"):
+    """`nb` (this file's notebook by default) executed for grading, `at_once` checks ahead at a time, each in
+    fresh processes or (`processes` "notebook") in turn in the run's session."""
     monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", str(at_once))
+    monkeypatch.setenv("LADDER_CHECK_PROCESSES", processes)
     config.unpin()
     c = Config()
     c.LadderExecute.kernel_name = "python3"
@@ -58,10 +61,11 @@ def _seen(nb) -> dict:
 
 
 @pytest.mark.slow
-def test_checks_ahead_give_the_verdicts_of_checks_run_one_by_one(tmp_path, monkeypatch):
-    one_by_one = _execute(tmp_path, monkeypatch, at_once=1)
+@pytest.mark.parametrize("processes", ["notebook", "check"])
+def test_checks_ahead_give_the_verdicts_of_checks_run_one_by_one(tmp_path, monkeypatch, processes):
+    one_by_one = _execute(tmp_path, monkeypatch, 1, processes=processes)
     assert "checks_ahead" not in one_by_one.metadata.get("ladder", {})
-    ahead = _execute(tmp_path, monkeypatch, at_once=3)
+    ahead = _execute(tmp_path, monkeypatch, 3, processes=processes)
 
     assert _seen(ahead) == _seen(one_by_one)
     seen = _seen(ahead)
@@ -72,10 +76,17 @@ def test_checks_ahead_give_the_verdicts_of_checks_run_one_by_one(tmp_path, monke
     assert seen["cube-test"] == (None, "cube ok\n")
 
     summary = ahead.metadata["ladder"]["checks_ahead"]
-    assert summary["at_once"] == 3
+    assert summary["at_once"] == (1 if processes == "notebook" else 3)
     assert sorted(summary["used"]) == ["square-test", "wrong-test"]
     assert summary["checked_again"] == {"timing-test": "deferred ahead",
                                         "cube-test": "a learner cell before it raised or took the kernel down"}
     marks = {c.metadata["nbgrader"]["grade_id"]: c.metadata["ladder"]["ahead"]
              for c in ahead.cells if c.metadata["nbgrader"]["grade"]}
     assert marks == {"square-test": True, "wrong-test": True, "timing-test": False, "cube-test": False}
+    if processes == "notebook":
+        # One pair checked every cell in turn, the timing check again alone included; the check ahead of the cell
+        # that raised assumed it ran as it reads, so the check run again with the kernel's outcome needed a new one.
+        assert one_by_one.metadata["ladder"]["check_sessions"] == 1
+        assert ahead.metadata["ladder"]["check_sessions"] == 2
+    else:
+        assert "check_sessions" not in ahead.metadata["ladder"]
