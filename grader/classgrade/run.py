@@ -87,6 +87,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
     try:   # read here, before any student: inside a notebook's run a bad value would fail every student
         config.checks_at_once()
         config.host_checks()
+        config.checks_share_processes()
     except ValueError as exc:
         raise LadderError(str(exc)) from None
     students = collect_submissions(Path(submissions).resolve(), assignment, source_nb.name)

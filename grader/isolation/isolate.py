@@ -7,7 +7,8 @@ nbgrader's autograde, restored from the gradebook).
 
 `check_sources` has a verifier (which never executes learner code) forked, in a new process group,
 from this process's fork server (grader.isolation.server), which imported torch once; the verifier
-forks a worker that runs the learner's cells. The verdict comes back over a pipe only the verifier
+forks a worker that runs the learner's cells. A notebook's run passes a `CheckSession`, whose one
+verifier and worker check its cells in turn. The verdict comes back over a socket only the verifier
 holds. Nothing the notebook's own kernel did (patched torch, a patched timer or grader, cached
 tensors, a broken CUDA context) can reach it. docs/isolation.md describes the design.
 """

@@ -175,7 +175,7 @@ class WorkerHandle:
         ran = len(self.cells)
         if [tuple(c) for c in cells[:ran]] != self.cells or any(
                 outcomes.get(name) != self.outcomes.get(name) for name, _ in self.cells):
-            raise RuntimeError("this session's worker ran other cells than the check's: the asking process should "
+            raise RuntimeError("the session's worker ran other cells than the check's: the asking process should "
                                "have started a new session (grader.isolation.isolate.CheckSession.fits)")
         new = [tuple(c) for c in cells[ran:]]
         new_outcomes = {name: outcomes[name] for name, _ in new if name in outcomes}

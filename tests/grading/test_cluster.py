@@ -80,14 +80,19 @@ def test_an_unreachable_gradebook_is_named_without_a_traceback():
         Journal("postgresql+psycopg://grader:secret@127.0.0.1:1/gradebook")
 
 
-def test_a_bad_checks_at_once_setting_stops_ladder_grade_before_any_student(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("name, value, message", [
+    ("LADDER_CHECKS_AT_ONCE", "many", "LADDER_CHECKS_AT_ONCE='many' is not a whole number"),
+    ("LADDER_CHECK_PROCESSES", "per-cell", "LADDER_CHECK_PROCESSES='per-cell': use one of notebook, check"),
+])
+def test_a_bad_checks_setting_stops_ladder_grade_before_any_student(tmp_path, monkeypatch, capsys, name, value,
+                                                                    message):
     from grader.cli import main
 
-    monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", "many")
+    monkeypatch.setenv(name, value)
     (tmp_path / "subs").mkdir()
     code = main(["grade", str(tmp_path / "subs"), "--assignment", "01_vector_add", "--workspace", str(tmp_path / "ws")])
     assert code == 2
-    assert "LADDER_CHECKS_AT_ONCE='many' is not a whole number" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 def test_the_summary_prints_the_whole_reason_of_a_student_not_graded():
