@@ -1,4 +1,5 @@
-"""A notebook's graded checks, run ahead of the notebook and several at once, on the student's own GPU.
+"""A notebook's graded checks, run ahead of the notebook on the student's own GPU: in turn in the run's session
+(ChecksInTurn, the default), or several at once in fresh processes (ChecksAhead, LADDER_CHECK_PROCESSES=check).
 
 Why: a graded check runs in fresh processes (grader.isolation), and most of its time is spent on the
 CPU: starting its worker with the learner's cells and compiling the learner's Triton kernels for each
