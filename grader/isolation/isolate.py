@@ -30,7 +30,7 @@ from ..errors import DEFERRED
 from ..learner import cells as nbcells
 from ..learner.code import KernelOutcome
 from . import server
-from .messages import Job, SessionCheck, Verdict
+from .messages import Job, SessionCheck, Verdict, extends
 
 
 def check_cell(nb, grade_id: str, timeout_s: float | None = None, cwd: str | None = None) -> Verdict:
@@ -193,9 +193,7 @@ class CheckSession:
     def fits(self, job: Job, cwd: str | None) -> bool:
         """Whether the session's worker can check `job`: it ran no cell the job does not start with, ended as the
         job says it ended."""
-        ran = len(self.cells)
-        return (self.child is not None and cwd == self.cwd and [tuple(c) for c in job.cells[:ran]] == self.cells
-                and all(job.outcomes.get(name) == self.outcomes.get(name) for name, _ in self.cells))
+        return self.child is not None and cwd == self.cwd and extends(job.cells, job.outcomes, self.cells, self.outcomes)
 
     def check(self, job: Job, env: dict, cwd: str | None, out_path: str, err_path: str, timeout_s: float,
               cancel: threading.Event | None) -> Verdict:

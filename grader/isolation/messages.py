@@ -207,6 +207,13 @@ class Job:
                    {k: KernelOutcome(**v) for k, v in raw.get("outcomes", {}).items()})
 
 
+def extends(cells, outcomes: dict, ran, ran_outcomes: dict) -> bool:
+    """Whether the learner cells `cells`, ended as `outcomes` says, start with `ran`, ended as `ran_outcomes` says:
+    whether a session's worker, which ran `ran`, can check them (grader.isolation.isolate.CheckSession)."""
+    return ([tuple(c) for c in cells[:len(ran)]] == [tuple(c) for c in ran]
+            and all(outcomes.get(name) == ran_outcomes.get(name) for name, _ in ran))
+
+
 @dataclass
 class SessionCheck:
     """One check for a session's verifier (grader.isolation.verifier.serve_session), from the asking process:

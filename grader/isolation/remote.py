@@ -22,7 +22,7 @@ from ..cuda import sharing
 from ..errors import DEFERRED, CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
 from . import hung
 from .messages import (EMPTY_BATCH, REPLIES, Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed,
-                       Load, Loaded, Prepare, Quit)
+                       Load, Loaded, Prepare, Quit, extends)
 from .seam import NOW, LearnerFunction
 from .trusted import Overhead, clean_request_ms, own_copy_ms
 
@@ -172,12 +172,10 @@ class WorkerHandle:
                 samples.append((NOW() - t0) * 1e3)
             self.clean_ms = clean_request_ms(samples)
             self.started = True
-        ran = len(self.cells)
-        if [tuple(c) for c in cells[:ran]] != self.cells or any(
-                outcomes.get(name) != self.outcomes.get(name) for name, _ in self.cells):
+        if not extends(cells, outcomes, self.cells, self.outcomes):
             raise RuntimeError("the session's worker ran other cells than the check's: the asking process should "
                                "have started a new session (grader.isolation.isolate.CheckSession.fits)")
-        new = [tuple(c) for c in cells[ran:]]
+        new = [tuple(c) for c in cells[len(self.cells):]]
         new_outcomes = {name: outcomes[name] for name, _ in new if name in outcomes}
         self.called = set()   # each check's first call of a function may compile and autotune: the longer limit
         reply = self.request(Load(new, new_outcomes, shared_gpu=config.shared_gpu()), config.load_timeout_s(),

@@ -177,9 +177,9 @@ class ChecksInTurn(ChecksAhead):
 
     def close(self) -> None:
         self.cancel.set()
-        with self.turn:
+        with self.turn:   # a check waiting for its turn sees the cancel
             self.turn.notify_all()
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        super().close()
 
 
 class _AloneInTurn:
