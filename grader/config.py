@@ -21,8 +21,8 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | LADDER_QUIET_START            | unset   | "1": `start()` prints and measures nothing (set by the grader's own processes) |
 | LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
 | LADDER_SHARED_GPU             | unset   | "1" in a check run ahead of its notebook, beside others on the same GPU (grader/notebooks/ahead.py): anything it would time defers it (grader/cuda/sharing.py) |
-| LADDER_CHECKS_AT_ONCE         | half the CPUs, at most 8 | how many of a notebook's graded checks `ladder grade` and `ladder check --isolated` run ahead of the notebook at once; 1 runs every check when its cell is reached |
-| LADDER_CHECK_PROCESSES        | notebook | "notebook": one verifier and one worker check a notebook's graded cells in turn (grader/isolation/isolate.py, CheckSession); "check": a fresh pair for each check, `LADDER_CHECKS_AT_ONCE` of them at once |
+| LADDER_CHECKS_AT_ONCE         | 4 sessions (at most half the CPUs); half the CPUs, at most 8, with "check" | how many of a notebook's graded checks `ladder grade` and `ladder check --isolated` run ahead of the notebook at once, each in a session of its own (or its own fresh pair); 1 runs every check when its cell is reached, in one session |
+| LADDER_CHECK_PROCESSES        | notebook | "notebook": a notebook's graded checks share `LADDER_CHECKS_AT_ONCE` verifier-and-worker pairs, each checking one check at a time (grader/isolation/isolate.py, CheckSessions); "check": a fresh pair for each check |
 | LADDER_HOST_CHECKS            | the CPUs | how many checks ahead all the students graded on one machine run at once (grader/notebooks/slots.py): each GPU worker of `ladder grade --gpus N` runs its student's checks ahead as if alone, and waits for a slot of the machine's |
 | LADDER_HUNG_RECORD            | unset   | set by grader/notebooks/nbexec.py for one notebook's run: the file where its checks name the learner functions that hung (grader/isolation/hung.py) |
 | LADDER_GRADER_RUN             | unset   | "1" in the kernels of `ladder check` and `ladder grade` (set by grader/notebooks/nbexec.py): `profile()` shows the recorded rungs instead of running Nsight Compute |
@@ -181,14 +181,25 @@ def _at_least_one(name: str, default: int, meaning_of_one: str = "") -> int:
     return value
 
 
+# A notebook run's sessions by default. Alone on an H200, a correct chapter-5 student took 61, 57, 51 and 39 s
+# with 1, 2, 3 and 4 sessions, and 40 s with a fresh pair for each check, 8 at once; chapter 1's took 24-27 s
+# whatever the number (assets/results/class-grading/sessions-width-h200). Four sessions are eight CUDA starts a
+# notebook, where a fresh pair for each of chapter 5's 9 checks, and for its two speed checks again alone, was 22.
+SESSIONS_AT_ONCE = 4
+
+
 def checks_at_once() -> int:
     """How many graded checks of one notebook run at once ahead of it (grader.notebooks.ahead); 1: none ahead.
-    By default half the CPUs the process may use, at most 8: the checks compile kernels on the CPU, and each
-    holds a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. Under `ladder grade --gpus N`
-    every worker's student runs as wide, and the machine's CPUs are shared through host_checks. Where a notebook's
-    checks share one session (checks_share_processes), they run ahead one at a time, in turn, unless this is 1."""
+    Where a notebook's checks share sessions (checks_share_processes, the default) this is also how many sessions
+    the run has, by default SESSIONS_AT_ONCE: each is a verifier and a worker, two CUDA starts, which several
+    students graded at once on one machine take in turn in the driver's lock. With a fresh pair for each check,
+    by default half the CPUs the process may use, at most 8: the checks compile kernels on the CPU, and each holds
+    a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. Under `ladder grade --gpus N` every
+    worker's student runs as wide, and the machine's CPUs are shared through host_checks."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return _at_least_one("LADDER_CHECKS_AT_ONCE", max(1, min(8, cpus // 2)), " (1 runs no check ahead)")
+    wide = max(1, min(8, cpus // 2))
+    default = min(SESSIONS_AT_ONCE, wide) if checks_share_processes() else wide
+    return _at_least_one("LADDER_CHECKS_AT_ONCE", default, " (1 runs no check ahead)")
 
 
 CHECK_PROCESSES = ("notebook", "check")

@@ -7,8 +7,8 @@ nbgrader's autograde, restored from the gradebook).
 
 `check_sources` has a verifier (which never executes learner code) forked, in a new process group,
 from this process's fork server (grader.isolation.server), which imported torch once; the verifier
-forks a worker that runs the learner's cells. A notebook's run passes a `CheckSession`, whose one
-verifier and worker check its cells in turn. The verdict comes back over a socket only the verifier
+forks a worker that runs the learner's cells. A notebook's run passes its `CheckSessions`, a few such
+pairs (`CheckSession`), each checking its cells one at a time. The verdict comes back over a socket only the verifier
 holds. Nothing the notebook's own kernel did (patched torch, a patched timer or grader, cached
 tensors, a broken CUDA context) can reach it. docs/isolation.md describes the design.
 """
@@ -94,11 +94,12 @@ def _server() -> _Server:
 def check_sources(cells: list[tuple[str, str]], source: str, name: str = "test", timeout_s: float | None = None,
                   cwd: str | None = None, outcomes: dict[str, KernelOutcome] | None = None,
                   shared_gpu: bool = False, cancel: threading.Event | None = None,
-                  session: CheckSession | None = None) -> Verdict:
+                  session: CheckSession | CheckSessions | None = None) -> Verdict:
     """The verdict of one check. `shared_gpu`: it runs beside other checks of the same student on one GPU
     (grader.notebooks.ahead), and is deferred if it would time anything (grader.cuda.sharing). `cancel`, once
     set, stops the check's processes and makes its verdict "deferred" (a check ahead that is no longer wanted).
-    `session`: the notebook run's verifier and worker check it (see CheckSession), else fresh ones."""
+    `session`: the notebook run's sessions (CheckSessions: the idle one that suits it), or one of them that a check
+    ahead took (CheckSession), check it; else a fresh verifier and worker."""
     timeout_s = timeout_s or config.cell_timeout_s()
     job = Job(list(cells), source, name, dict(outcomes or {}))
     env = _environ()
@@ -167,7 +168,8 @@ def _verdict(child: _Child, job: Job, start: float, timeout_s: float, cancel: th
 
 
 class CheckSession:
-    """One verifier and one worker for the checks of one notebook run, which they check in turn.
+    """One verifier and one worker for checks of one notebook run, which they check one at a time (a run has a few:
+    CheckSessions).
 
     Why: each process that starts CUDA takes the NVIDIA driver's lock, one for the machine. A fresh verifier
     and worker per check made a student's eight checks sixteen CUDA starts, and four students graded at once on
@@ -193,7 +195,10 @@ class CheckSession:
     def fits(self, job: Job, cwd: str | None) -> bool:
         """Whether the session's worker can check `job`: it ran no cell the job does not start with, ended as the
         job says it ended."""
-        return self.child is not None and cwd == self.cwd and extends(job.cells, job.outcomes, self.cells, self.outcomes)
+        return self.fits_cells(job.cells, job.outcomes, cwd)
+
+    def fits_cells(self, cells, outcomes: dict[str, KernelOutcome], cwd: str | None) -> bool:
+        return self.child is not None and cwd == self.cwd and extends(cells, outcomes, self.cells, self.outcomes)
 
     def check(self, job: Job, env: dict, cwd: str | None, out_path: str, err_path: str, timeout_s: float,
               cancel: threading.Event | None) -> Verdict:
@@ -226,6 +231,89 @@ class CheckSession:
         if self.child is not None:
             self.child.stop()
             self.child = None
+
+
+class CheckSessions:
+    """The sessions of one notebook run: `width` CheckSessions, so that that many of its checks run at once, each
+    in a session of its own. Sessions are started only when a check needs one.
+
+    Why more than one: a session checks one check at a time. Where a notebook's checks spend their time compiling
+    the learner's kernels on the CPU, one after another they make the student wait for their sum: on an H200, a
+    correct chapter-5 student took 53-55 s in one session against 28-33 s with a fresh pair for each check, several
+    at once (assets/results/class-grading/sessions-width-h200). `width` sessions start CUDA 2 x `width` times for
+    the notebook, whatever its number of checks.
+
+    A check ahead whose verdict cannot stand (deferred because it would time, or out of memory beside its
+    neighbours) leaves its session reserved for that check: the notebook checks that cell again alone, and the
+    reserved session's worker has run exactly its cells. Checks ahead take only sessions not reserved
+    (`take`), so with one session the next check ahead waits for the notebook to reach that cell."""
+
+    def __init__(self, width: int = 1):
+        self.sessions = [CheckSession() for _ in range(max(1, width))]
+        self.idle = list(self.sessions)
+        self.reserved: dict[int, str] = {}   # id(session) -> the check it waits for
+        self.changed = threading.Condition()
+
+    @property
+    def width(self) -> int:
+        return len(self.sessions)
+
+    @property
+    def started(self) -> int:
+        """Verifier-and-worker pairs started, all sessions together, for the run's record."""
+        return sum(session.started for session in self.sessions)
+
+    def take(self, cells, outcomes: dict[str, KernelOutcome], cwd: str | None,
+             name: str | None = None) -> CheckSession | None:
+        """An idle session for a check of `cells`, ended as `outcomes` says, named `name`, or None where none is
+        idle. A check ahead (no `name`) gets no reserved session. The notebook's own check of a cell gets the
+        session reserved for that cell; else an idle one not reserved, or, where every idle one is, a reserved one
+        (the notebook never waits for a check ahead it has not reached)."""
+        with self.changed:
+            for session in self.idle:
+                if name is not None and self.reserved.get(id(session)) == name:
+                    return self._taken(session)
+            free = [s for s in self.idle if id(s) not in self.reserved] or (self.idle if name is not None else [])
+            return self._taken(_soonest(free, cells, outcomes, cwd)) if free else None
+
+    def _taken(self, session: CheckSession) -> CheckSession:
+        self.idle.remove(session)
+        self.reserved.pop(id(session), None)
+        return session
+
+    def give_back(self, session: CheckSession, reserve_for: str | None = None) -> None:
+        """`session` is idle again; `reserve_for`: kept for the notebook's check of that cell."""
+        with self.changed:
+            if reserve_for is not None and session.child is not None:
+                self.reserved[id(session)] = reserve_for
+            self.idle.append(session)
+            self.changed.notify_all()
+
+    def check(self, job: Job, env: dict, cwd: str | None, out_path: str, err_path: str, timeout_s: float,
+              cancel: threading.Event | None) -> Verdict:
+        """The notebook's own check of a cell, in the idle session that suits it best; it waits for one (checks
+        ahead keep theirs only while they run)."""
+        with self.changed:
+            while (session := self.take(job.cells, job.outcomes, cwd, job.test_name)) is None:
+                self.changed.wait()
+        try:
+            return session.check(job, env, cwd, out_path, err_path, timeout_s, cancel)
+        finally:
+            self.give_back(session)
+
+    def close(self) -> None:
+        """Stop every session's verifier and worker (the notebook's run is over)."""
+        for session in self.sessions:
+            session.close()
+
+
+def _soonest(sessions: list[CheckSession], cells, outcomes: dict[str, KernelOutcome], cwd: str | None) -> CheckSession:
+    """Of `sessions`, the one that checks `cells` soonest: whose worker ran the most of them; else one not started;
+    else the one that ran the fewest cells, the least work lost in starting it again."""
+    fitting = [s for s in sessions if s.fits_cells(cells, outcomes, cwd)]
+    if fitting:
+        return max(fitting, key=lambda s: len(s.cells))
+    return min(sessions, key=lambda s: (s.child is not None, len(s.cells)))
 
 
 def _wait(verdict, deadline: float, cancel: threading.Event | None) -> bool:

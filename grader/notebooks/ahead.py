@@ -1,5 +1,5 @@
-"""A notebook's graded checks, run ahead of the notebook on the student's own GPU: in turn in the run's session
-(ChecksInTurn, the default), or several at once in fresh processes (ChecksAhead, LADDER_CHECK_PROCESSES=check).
+"""A notebook's graded checks, run ahead of the notebook on the student's own GPU: in the run's few sessions
+(ChecksInSessions, the default), or several at once in fresh processes (ChecksAhead, LADDER_CHECK_PROCESSES=check).
 
 Why: a graded check runs in fresh processes (grader.isolation), and most of its time is spent on the
 CPU: starting its worker with the learner's cells and compiling the learner's Triton kernels for each
@@ -140,40 +140,54 @@ def _not_kept(verdict) -> str | None:
     return None
 
 
-class ChecksInTurn(ChecksAhead):
-    """The graded checks of one notebook, ahead of its execution, one after another in the notebook's order, by
-    one verifier and one worker (grader.isolation.isolate.CheckSession, LADDER_CHECK_PROCESSES=notebook).
+class ChecksInSessions(ChecksAhead):
+    """The graded checks of one notebook, ahead of its execution in the notebook's order, in the run's sessions
+    (grader.isolation.isolate.CheckSessions, LADDER_CHECK_PROCESSES=notebook): as many at once as it has sessions,
+    each check in an idle session, the one whose worker ran the most of its cells.
 
-    The session's worker runs each learner cell once, so its checks must come in the notebook's order: after a
-    check ahead whose verdict cannot stand (a speed check, deferred because it would time), the next one waits
-    until the notebook has reached that cell and checked it again with the GPU to itself, in the same session.
+    A check ahead whose verdict cannot stand (a speed check, deferred because it would time) leaves its session
+    reserved: the notebook checks that cell again, with the GPU to itself, in that session, whose worker ran
+    exactly its cells. Until then the later checks ahead use the other sessions; with one session they wait.
     Everything else is ChecksAhead's: the verdicts kept, the machine's slots, `alone`."""
 
-    def __init__(self, nb, cwd: str | None, timeout_s: float | None, check):
+    def __init__(self, nb, cwd: str | None, timeout_s: float | None, sessions, check):
+        self.sessions = sessions
         self.turn = threading.Condition()
-        self.held = False       # a check ahead's verdict cannot stand: the next waits for the notebook
         self.alone_now = 0      # checks the notebook runs itself, now
-        self.running = False    # a check ahead runs now
-        super().__init__(nb, cwd, timeout_s, 1, check)
+        self.running = 0        # checks ahead that hold a session now
+        super().__init__(nb, cwd, timeout_s, sessions.width, check)
 
     def _run(self, check: _Check):
         with self.turn:
-            self.turn.wait_for(lambda: self.cancel.is_set() or not (self.held or self.alone_now))
-            if self.cancel.is_set():
+            # A session is taken only while the notebook checks nothing itself, and one is free: never one that
+            # waits for the notebook's check of its cell (a check ahead waiting for such a session, counted as
+            # running, would keep the notebook from ever reaching that cell).
+            session = None
+            while not self.cancel.is_set():
+                if not self.alone_now:
+                    session = self.sessions.take(check.cells, {}, self.cwd)
+                    if session is not None:
+                        break
+                self.turn.wait(0.25)   # woken when a check ahead ends, the notebook's own check ends, or close()
+            if session is None:
                 raise RuntimeError("the notebook's run ended before this check's turn")
-            self.running = True
+            self.running += 1
         verdict = None
         try:
-            verdict = super()._run(check)
+            with machine_slot(self.cancel) as waited:
+                self.slot_waits[check.gid] = round(waited, 3)
+                verdict = self.check(list(check.cells), check.source, check.gid, timeout_s=self.timeout_s,
+                                     cwd=self.cwd, shared_gpu=True, cancel=self.cancel, session=session)
             return verdict
         finally:
+            kept = verdict is not None and _not_kept(verdict) is None
+            self.sessions.give_back(session, reserve_for=None if kept else check.gid)
             with self.turn:
-                self.running = False
-                self.held = verdict is None or _not_kept(verdict) is not None
+                self.running -= 1
                 self.turn.notify_all()
 
     def alone(self):
-        return _AloneInTurn(self)
+        return _AloneInSessions(self)
 
     def close(self) -> None:
         self.cancel.set()
@@ -182,11 +196,11 @@ class ChecksInTurn(ChecksAhead):
         super().close()
 
 
-class _AloneInTurn:
-    """A check the notebook runs itself, in the session, between two checks ahead: the one running finishes
-    first, and the next starts after it (and is held no longer: the notebook has reached the cell it waited for)."""
+class _AloneInSessions:
+    """A check the notebook runs itself, in one of the run's sessions, between checks ahead: those running finish
+    first, and none starts before it ends."""
 
-    def __init__(self, ahead: ChecksInTurn):
+    def __init__(self, ahead: ChecksInSessions):
         self.ahead = ahead
 
     def __enter__(self):
@@ -198,7 +212,6 @@ class _AloneInTurn:
     def __exit__(self, *exc):
         with self.ahead.turn:
             self.ahead.alone_now -= 1
-            self.ahead.held = False
             self.ahead.turn.notify_all()
         return False
 

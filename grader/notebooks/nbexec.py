@@ -19,9 +19,9 @@ will not start): every remaining code cell gets a "not run" error output, so the
 finishes and is still graded.
 
 Graded test cells go through `run_graded_test_cell`: checked in separate processes (grader.isolation: by
-default one verifier and one worker for the run's checks, in turn, a `CheckSession`), or in the notebook's
-kernel. Either way the verdict is the same, because both paths gather the same
-facts and apply the same rules; two things make sure of it here:
+default in the run's few verifier-and-worker pairs, `CheckSessions`), or in the notebook's kernel. Either way
+the verdict is the same, because both paths gather the same facts and apply the same rules; two things make
+sure of it here:
 - the isolated check rebuilds the learner's cells as the kernel ended them: a cell that took its kernel
   down is left out, and one that raised stops where it raised (`outcomes`);
 - checked in the kernel, a graded cell is followed by a look at what the learner's code replaced in
@@ -48,7 +48,7 @@ from traitlets import Bool, Integer
 
 from .. import config
 from ..isolation import hung, isolate, rules
-from .ahead import ChecksAhead, ChecksInTurn
+from .ahead import ChecksAhead, ChecksInSessions
 from ..learner.cells import grade_id as _grade_id
 from ..learner.cells import is_autograded_test, is_learner_cell, learner_cells
 from ..learner.code import KernelOutcome
@@ -178,8 +178,10 @@ class LadderExecute(Execute):
         hung_before = os.environ.get(hung.RECORD_VARIABLE)
         os.environ[hung.RECORD_VARIABLE] = hung_record
         self.ahead = None
-        # The run's verifier and worker, shared by its checks in turn (LADDER_CHECK_PROCESSES=notebook), or None.
-        self.session = isolate.CheckSession() if self.isolated_checks and config.checks_share_processes() else None
+        # The run's sessions, LADDER_CHECKS_AT_ONCE verifier-and-worker pairs shared by its checks
+        # (LADDER_CHECK_PROCESSES=notebook), or None.
+        self.session = (isolate.CheckSessions(config.checks_at_once())
+                        if self.isolated_checks and config.checks_share_processes() else None)
         try:
             if not self.km.has_kernel:
                 self.start_new_kernel()
@@ -218,17 +220,18 @@ class LadderExecute(Execute):
         return self.nb, self.resources
 
     def _checks_ahead(self):
-        """The notebook's checks, started now beside its kernel: in turn in the run's session, or (without one)
-        `checks_at_once` at a time in fresh processes; None where every check waits for its cell."""
-        if self.session is not None and config.checks_at_once() > 1:
-            return ChecksInTurn(self.nb, self._folder(), self.timeout or None, self._check)
+        """The notebook's checks, started now beside its kernel: in the run's sessions, one a session at a time,
+        or (without them) `checks_at_once` at a time in fresh processes; None where every check waits for its cell."""
+        if self.session is not None and self.session.width > 1:
+            return ChecksInSessions(self.nb, self._folder(), self.timeout or None, self.session, self._check)
         if self.session is not None:
             return None
         return ChecksAhead.start(self.nb, self._folder(), self.timeout or None, config.checks_at_once(), self._check)
 
-    def _check(self, *args, **kwargs):
-        """grader.isolation.isolate.check_sources, in the run's session where it has one."""
-        return isolate.check_sources(*args, session=self.session, **kwargs)
+    def _check(self, *args, session=None, **kwargs):
+        """grader.isolation.isolate.check_sources, in the run's sessions where it has them (`session`: the one a
+        check ahead took)."""
+        return isolate.check_sources(*args, session=session or self.session, **kwargs)
 
     def preprocess_cell(self, cell, resources, index):
         self._check_assign_resources(resources)

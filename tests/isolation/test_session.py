@@ -125,3 +125,96 @@ def test_a_new_check_lets_go_of_what_the_last_one_bound_and_says_whether_it_shar
     finally:
         config.unpin()
         sharing.clear()
+
+
+# -- a notebook run's sessions (grader.isolation.isolate.CheckSessions) ------------------------------------------
+
+
+def test_a_run_with_two_sessions_checks_two_cells_at_once(tmp_path):
+    import threading
+    import time
+
+    sessions = isolate.CheckSessions(2)
+    cells = _cells(tmp_path / "ran.txt")
+    slow = PID + "import time\ntime.sleep(3)\n"
+    verdicts = {}
+    try:
+        start = time.perf_counter()
+        threads = [threading.Thread(target=lambda n=n: verdicts.update(
+            {n: isolate.check_sources(cells, slow, n, session=sessions)})) for n in ("a", "b")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        both = time.perf_counter() - start
+    finally:
+        sessions.close()
+    assert _worker_pid(verdicts["a"]) != _worker_pid(verdicts["b"]) and sessions.started == 2
+    # Each check slept 3 s after its worker started; one after another they would take their sum.
+    assert both < verdicts["a"].seconds + verdicts["b"].seconds - 1.5, (both, verdicts)
+
+
+def test_a_check_goes_to_the_session_whose_worker_ran_most_of_its_cells(tmp_path):
+    mark = tmp_path / "ran.txt"
+    cells = _cells(mark)
+    sessions = isolate.CheckSessions(2)
+    try:
+        first = _worker_pid(isolate.check_sources(cells[:1], PID, "first", session=sessions))
+        assert _worker_pid(isolate.check_sources(cells, PID, "second", session=sessions)) == first
+        # The second cell raised in the kernel: the worker of the checks so far ran it whole, so the check goes to the
+        # session not started yet rather than starting the first again ...
+        raised = isolate.check_sources(cells, PID, "raised", session=sessions,
+                                       outcomes={"two": KernelOutcome("raised", 1)})
+        assert _worker_pid(raised) != first and sessions.started == 2
+        # ... which is still there for a check that assumes the cell ran whole.
+        assert _worker_pid(isolate.check_sources(cells, PID, "again", session=sessions)) == first
+    finally:
+        sessions.close()
+    assert mark.read_text().split() == ["one", "two", "one"] and sessions.started == 2
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_a_deferred_check_ahead_keeps_its_session_for_the_notebooks_check_of_that_cell(tmp_path, width):
+    """What grader.notebooks.ahead.ChecksInSessions does with the sessions: a check ahead that would time is deferred,
+    and its session is reserved for it: no later check ahead takes it (with one session, none may start), and the
+    notebook's own check of that cell gets it, with the worker that ran exactly its cells."""
+    cells = _cells(tmp_path / "ran.txt")
+    times = ("from grader.harness.timing import CPUBackend\n"
+             "CPUBackend(min_run_time_s=0.001).times_ms(lambda: square(3))\n")
+    sessions = isolate.CheckSessions(width)
+    try:
+        session = sessions.take(cells, {}, None)
+        ahead = isolate.check_sources(cells, PID + times, "times", session=session, shared_gpu=True)
+        assert not ahead.passed and ahead.reason == "deferred", ahead
+        sessions.give_back(session, reserve_for="times")
+        other = sessions.take(cells, {}, None)
+        if width == 1:
+            assert other is None
+        else:
+            assert other is not None and other is not session
+            sessions.give_back(other)
+        alone = isolate.check_sources(cells, PID + times, "times", session=sessions)
+        assert alone.passed, alone.message
+        assert _worker_pid(alone) == int(ahead.stdout.split()[1]) and sessions.started == 1
+        assert sessions.take(cells, {}, None) is not None   # the reservation was used
+    finally:
+        sessions.close()
+
+
+@pytest.mark.parametrize("cpus, processes, expected", [
+    (16, "notebook", 4),   # SESSIONS_AT_ONCE
+    (4, "notebook", 2),    # at most half the CPUs
+    (2, "notebook", 1),    # one session, every check when its cell is reached
+    (32, "check", 8),      # fresh pairs: half the CPUs, at most 8
+    (6, "check", 3),
+])
+def test_how_many_checks_a_notebook_runs_at_once_by_default(monkeypatch, cpus, processes, expected):
+    from grader import config
+
+    monkeypatch.delenv("LADDER_CHECKS_AT_ONCE", raising=False)
+    monkeypatch.setenv("LADDER_CHECK_PROCESSES", processes)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
+    config.unpin()
+    assert config.checks_at_once() == expected
+    monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", "3")
+    assert config.checks_at_once() == 3
