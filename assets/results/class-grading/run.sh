@@ -25,6 +25,10 @@
 #       the first two gradings of `student`, with py-spy sampling every process (PYSPY=1 does it for any run;
 #       py-spy's wheel carried in .whl-dask) and what they waited in compared (waits.py). Every run
 #       also keeps ps.txt.gz: each process's state and kernel wait channel twice a second.
+#   bash assets/results/class-grading/run.sh widths "$OUT/widths" [CHAPTER]
+#       ONE correct student of CHAPTER (05_triton_matmul) alone, its notebook's checks in 1, 2, 3 and 4 sessions
+#       (LADDER_CHECKS_AT_ONCE), then in a fresh pair each (LADDER_CHECK_PROCESSES=check): what each session more
+#       saves a student alone (config.SESSIONS_AT_ONCE, the default, is chosen from it)
 #   python3 assets/results/class-grading/scaling.py report DIR/*/record.json > scaling.md
 #       (anywhere, on the records that came back) every run's wall time and speed-up against the 1-GPU
 #       parts of the same class, per student the seconds alone and in each class, scores identical.
@@ -90,5 +94,15 @@ case "$mode" in
     python3 $here/scaling.py report "$out"/*/record.json > "$out/student.md"
     python3 $here/waits.py "$out/correct-gpus1" "$out/correct-gpus4" | tee "$out/waits.md"
     ;;
-  *) echo "unknown mode $mode: class, student or profile"; exit 2 ;;
+  widths)
+    # One correct student of CHAPTER (default 05_triton_matmul) alone on one GPU, its notebook's checks in 1, 2, 3
+    # and 4 sessions (LADDER_CHECKS_AT_ONCE; WIDTHS narrows), then each check in a fresh pair, several at once
+    # (LADDER_CHECK_PROCESSES=check), then the first width again, to see what the machine's warming changed
+    chapter=${1:-05_triton_matmul}; tag=c${chapter:1:1}correct; widths=(${WIDTHS:-1 2 3 4})
+    for w in "${widths[@]}"; do LADDER_CHECKS_AT_ONCE=$w grade "$out/$tag-gpus1-w$w" 1 "$chapter" 1 1/4 correct; done
+    LADDER_CHECK_PROCESSES=check grade "$out/$tag-gpus1-fresh" 1 "$chapter" 1 1/4 correct
+    LADDER_CHECKS_AT_ONCE=${widths[0]} grade "$out/$tag-gpus1-w${widths[0]}again" 1 "$chapter" 1 1/4 correct
+    python3 $here/scaling.py report "$out"/*/record.json | tee "$out/widths.md"
+    ;;
+  *) echo "unknown mode $mode: class, student, profile or widths"; exit 2 ;;
 esac
