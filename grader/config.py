@@ -206,8 +206,9 @@ CHECK_PROCESSES = ("notebook", "check")
 
 
 def checks_share_processes() -> bool:
-    """A notebook's graded checks share one verifier and one worker, in turn (LADDER_CHECK_PROCESSES=notebook, the
-    default), rather than each getting a fresh pair ("check"). Every process that starts CUDA takes the driver's
+    """A notebook's graded checks share a few verifier-and-worker pairs, each checking one check at a time
+    (LADDER_CHECK_PROCESSES=notebook, the default; checks_at_once of them), rather than each getting a fresh pair
+    ("check"). Every process that starts CUDA takes the driver's
     lock, one for the machine: with several students graded at once, fewer starts is what scales."""
     raw = (_get("LADDER_CHECK_PROCESSES") or "notebook").strip().lower()
     if raw not in CHECK_PROCESSES:

@@ -238,10 +238,10 @@ class CheckSessions:
     in a session of its own. Sessions are started only when a check needs one.
 
     Why more than one: a session checks one check at a time. Where a notebook's checks spend their time compiling
-    the learner's kernels on the CPU, one after another they make the student wait for their sum: on an H200, a
-    correct chapter-5 student took 53-55 s in one session against 28-33 s with a fresh pair for each check, several
-    at once (assets/results/class-grading/sessions-width-h200). `width` sessions start CUDA 2 x `width` times for
-    the notebook, whatever its number of checks.
+    the learner's kernels on the CPU, one after another they make the student wait for their sum: alone on an H200,
+    a correct chapter-5 student took 61 s in one session, 39 s in four, and 40 s with a fresh pair for each check,
+    eight at once (assets/results/class-grading/sessions-width-h200). `width` sessions start CUDA 2 x `width` times
+    for the notebook, whatever its number of checks.
 
     A check ahead whose verdict cannot stand (deferred because it would time, or out of memory beside its
     neighbours) leaves its session reserved for that check: the notebook checks that cell again alone, and the
