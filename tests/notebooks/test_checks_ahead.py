@@ -92,3 +92,25 @@ def test_checks_ahead_give_the_verdicts_of_checks_run_one_by_one(tmp_path, monke
         assert ahead.metadata["ladder"]["check_sessions"] == 3
     else:
         assert "check_sessions" not in ahead.metadata["ladder"]
+
+
+@pytest.mark.slow
+def test_two_sessions_both_kept_for_deferred_checks_do_not_stall_the_notebook(tmp_path, monkeypatch):
+    """Two sessions, and the first two checks ahead both time: each is deferred and keeps its session for the
+    notebook, so the next check ahead has none to take until the notebook has checked the first of them again.
+    The run still ends, with every verdict, and no session is started again."""
+    timing = ("from grader.harness.timing import CPUBackend\n"
+              "ms = CPUBackend(min_run_time_s=0.001).times_ms(lambda: square(3))\nprint('timed', len(ms) > 0)\n")
+    nb = new_notebook(cells=[
+        _cell("def square(x):\n    return x * x\n", "square", test=False),
+        _cell(timing, "timing-a", test=True),
+        _cell(timing, "timing-b", test=True),
+        _cell("assert square(3) == 9\nprint('square ok')\n", "square-test", test=True),
+    ])
+    ran = _execute(tmp_path, monkeypatch, 2, nb=nb, processes="notebook")
+    assert _seen(ran) == {"timing-a": (None, "timed True\n"), "timing-b": (None, "timed True\n"),
+                          "square-test": (None, "square ok\n")}
+    summary = ran.metadata["ladder"]["checks_ahead"]
+    assert summary["checked_again"] == {"timing-a": "deferred ahead", "timing-b": "deferred ahead"}
+    assert summary["used"] == ["square-test"]
+    assert ran.metadata["ladder"]["check_sessions"] == 2
