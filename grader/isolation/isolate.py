@@ -246,7 +246,7 @@ class CheckSessions:
     A check ahead whose verdict cannot stand (deferred because it would time, or out of memory beside its
     neighbours) leaves its session reserved for that check: the notebook checks that cell again alone, and the
     reserved session's worker has run exactly its cells. Checks ahead take only sessions not reserved
-    (`take`), so with one session the next check ahead waits for the notebook to reach that cell."""
+    (`take`): where every idle session is reserved, the next check ahead waits for the notebook to reach a cell."""
 
     def __init__(self, width: int = 1):
         self.sessions = [CheckSession() for _ in range(max(1, width))]

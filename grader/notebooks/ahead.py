@@ -147,7 +147,8 @@ class ChecksInSessions(ChecksAhead):
 
     A check ahead whose verdict cannot stand (a speed check, deferred because it would time) leaves its session
     reserved: the notebook checks that cell again, with the GPU to itself, in that session, whose worker ran
-    exactly its cells. Until then the later checks ahead use the other sessions; with one session they wait.
+    exactly its cells. Until then the later checks ahead use the other sessions; where every session is kept so,
+    they wait.
     Everything else is ChecksAhead's: the verdicts kept, the machine's slots, `alone`."""
 
     def __init__(self, nb, cwd: str | None, timeout_s: float | None, sessions, check):
