@@ -192,18 +192,15 @@ class CheckSession:
         self.lock = threading.Lock()
         self.started = 0   # sessions started: verifier-and-worker pairs, for the run's record
 
-    def fits(self, job: Job, cwd: str | None) -> bool:
-        """Whether the session's worker can check `job`: it ran no cell the job does not start with, ended as the
-        job says it ended."""
-        return self.fits_cells(job.cells, job.outcomes, cwd)
-
-    def fits_cells(self, cells, outcomes: dict[str, KernelOutcome], cwd: str | None) -> bool:
+    def fits(self, cells, outcomes: dict[str, KernelOutcome], cwd: str | None) -> bool:
+        """Whether the session's worker can check `cells`, ended as `outcomes` says: it ran no cell they do not
+        start with, ended as they say it ended."""
         return self.child is not None and cwd == self.cwd and extends(cells, outcomes, self.cells, self.outcomes)
 
     def check(self, job: Job, env: dict, cwd: str | None, out_path: str, err_path: str, timeout_s: float,
               cancel: threading.Event | None) -> Verdict:
         with self.lock:
-            if not self.fits(job, cwd):
+            if not self.fits(job.cells, job.outcomes, cwd):
                 self._new(env, cwd)
             start = time.perf_counter()
             try:
@@ -251,7 +248,7 @@ class CheckSessions:
     def __init__(self, width: int = 1):
         self.sessions = [CheckSession() for _ in range(max(1, width))]
         self.idle = list(self.sessions)
-        self.reserved: dict[int, str] = {}   # id(session) -> the check it waits for
+        self.reserved: dict[CheckSession, str] = {}   # a session -> the check it waits for
         self.changed = threading.Condition()
 
     @property
@@ -271,21 +268,21 @@ class CheckSessions:
         (the notebook never waits for a check ahead it has not reached)."""
         with self.changed:
             for session in self.idle:
-                if name is not None and self.reserved.get(id(session)) == name:
+                if name is not None and self.reserved.get(session) == name:
                     return self._taken(session)
-            free = [s for s in self.idle if id(s) not in self.reserved] or (self.idle if name is not None else [])
+            free = [s for s in self.idle if s not in self.reserved] or (self.idle if name is not None else [])
             return self._taken(_soonest(free, cells, outcomes, cwd)) if free else None
 
     def _taken(self, session: CheckSession) -> CheckSession:
         self.idle.remove(session)
-        self.reserved.pop(id(session), None)
+        self.reserved.pop(session, None)
         return session
 
     def give_back(self, session: CheckSession, reserve_for: str | None = None) -> None:
         """`session` is idle again; `reserve_for`: kept for the notebook's check of that cell."""
         with self.changed:
             if reserve_for is not None and session.child is not None:
-                self.reserved[id(session)] = reserve_for
+                self.reserved[session] = reserve_for
             self.idle.append(session)
             self.changed.notify_all()
 
@@ -310,7 +307,7 @@ class CheckSessions:
 def _soonest(sessions: list[CheckSession], cells, outcomes: dict[str, KernelOutcome], cwd: str | None) -> CheckSession:
     """Of `sessions`, the one that checks `cells` soonest: whose worker ran the most of them; else one not started;
     else the one that ran the fewest cells, the least work lost in starting it again."""
-    fitting = [s for s in sessions if s.fits_cells(cells, outcomes, cwd)]
+    fitting = [s for s in sessions if s.fits(cells, outcomes, cwd)]
     if fitting:
         return max(fitting, key=lambda s: len(s.cells))
     return min(sessions, key=lambda s: (s.child is not None, len(s.cells)))

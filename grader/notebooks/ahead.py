@@ -78,13 +78,14 @@ class ChecksAhead:
         for check in checks:
             self.futures[check.gid] = self.pool.submit(self._run, check)
 
-    def _run(self, check: _Check):
-        """One check ahead, in one of the machine's check slots (grader.notebooks.slots), shared with the
-        other students graded on this machine at once; how long it waited for the slot is kept."""
+    def _run(self, check: _Check, session=None):
+        """One check ahead (in `session`, one of the run's sessions, where given), in one of the machine's check
+        slots (grader.notebooks.slots), shared with the other students graded on this machine at once; how long
+        it waited for the slot is kept."""
         with machine_slot(self.cancel) as waited:
             self.slot_waits[check.gid] = round(waited, 3)
             return self.check(list(check.cells), check.source, check.gid, timeout_s=self.timeout_s, cwd=self.cwd,
-                              shared_gpu=True, cancel=self.cancel)
+                              shared_gpu=True, cancel=self.cancel, session=session)
 
     def take(self, gid: str, cells: list[tuple[str, str]], source: str, outcomes: dict[str, KernelOutcome]):
         """The verdict from ahead for the test cell `gid`, if it is the one the check gives now (see the
@@ -175,10 +176,7 @@ class ChecksInSessions(ChecksAhead):
             self.running += 1
         verdict = None
         try:
-            with machine_slot(self.cancel) as waited:
-                self.slot_waits[check.gid] = round(waited, 3)
-                verdict = self.check(list(check.cells), check.source, check.gid, timeout_s=self.timeout_s,
-                                     cwd=self.cwd, shared_gpu=True, cancel=self.cancel, session=session)
+            verdict = super()._run(check, session)
             return verdict
         finally:
             kept = verdict is not None and _not_kept(verdict) is None
