@@ -69,7 +69,8 @@ def test_scaling_report_adds_up_the_parts_and_names_every_student_not_graded(tmp
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
             for line in run.stdout.splitlines() if line.startswith("| ")}
     assert rows["1"][1:6] == ["180.0", "1.00x", "90.0", "1.00x", "3 of 3"]
-    assert rows["4"][1:6] == ["60.0", "3.00x", "75.0", "0.83x", "2 of 3"]
+    # the growth is on the students graded in both runs (a and b): c was never graded on four GPUs
+    assert rows["4"][1:6] == ["60.0", "3.00x", "75.0", "1.25x (2 of 3)", "2 of 3"]
     # each student's speed cell timed for 2 s: outside it, 38 s alone and 48 s four at once
     assert rows["a"] == ["15, 40.0 s (1, 0.0); 38.0 s outside timing",
                          "15, 50.0 s (1, 0.0), 1.25x; 48.0 s outside timing, 1.26x"]
@@ -77,6 +78,20 @@ def test_scaling_report_adds_up_the_parts_and_names_every_student_not_graded(tmp
     assert "every score the same in every run" in run.stdout
     assert ("4 GPU(s), speed cells: 2, timed for 4.0 s in all (2.0-2.0 s each), rounds 5-25 (median 25), "
             "1 measured again after a held clock; stopped by budget 1, spread 1") in run.stdout
+
+
+def test_scaling_report_gives_no_speed_up_against_one_gpu_parts_that_miss_students(tmp_path):
+    """One part of three graded on one GPU is not the class on one GPU: no speed-up against it, and the growth of
+    a student's seconds only over the students both runs graded."""
+    records = [_record(tmp_path / "c5-gpus1-part1", 100.0, {"a": (15, 40.0)}),
+               _record(tmp_path / "c5-gpus2", 70.0, {"a": (15, 44.0), "b": (15, 30.0), "c": (2, 20.0)})]
+    script = ROOT / "assets" / "results" / "class-grading" / "scaling.py"
+    run = subprocess.run([sys.executable, str(script), "report", *records], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in run.stdout.splitlines() if line.startswith("| ")}
+    assert rows["2"][1:6] == ["70.0", "– (1 GPU ran 1 of its 3 students)", "94.0", "1.10x (1 of 3)", "3 of 3"]
+    assert rows["a"][1].startswith("15, 44.0 s (1, 0.0), 1.10x")
 
 
 def test_scaling_record_keeps_what_each_speed_cell_recorded(tmp_path):

@@ -131,19 +131,31 @@ def report(args) -> int:
         labels = sorted(by_label, key=lambda lab: (int(lab.split("-")[0]), lab))
         walls = {lab: sum(runs[n]["wall_s"] for n in by_label[lab]) for lab in labels}
         base = walls.get("1")
+        students_of = {lab: {name: s for n in by_label[lab] for name, s in runs[n]["students"].items()}
+                       for lab in labels}
         # the students' journal seconds summed: the class's work, which more GPUs should share out, not grow
-        work = {lab: sum(s["seconds"] or 0 for n in by_label[lab] for s in runs[n]["students"].values())
-                for lab in labels}
-        print("| GPUs | runs | wall, s | speed-up against 1 GPU | students' seconds, summed | against 1 GPU "
-              "| graded | scores as expected |\n|---|---|---|---|---|---|---|---|")
+        work = {lab: sum(s["seconds"] or 0 for s in students_of[lab].values()) for lab in labels}
+        print("| GPUs | runs | wall, s | speed-up against 1 GPU | students' seconds, summed "
+              "| against 1 GPU, the students graded in both | graded | scores as expected |\n"
+              "|---|---|---|---|---|---|---|---|")
+        alone = students_of.get("1", {})
         for lab in labels:
             ok = all(runs[n]["scores_as_expected"] for n in by_label[lab])
-            speed = f"{base / walls[lab]:.2f}x" if base else "–"
-            growth = f"{work[lab] / work['1']:.2f}x" if work.get("1") else "–"
-            students = [s for n in by_label[lab] for s in runs[n]["students"].values()]
-            graded = sum(s["score"] is not None for s in students)
+            mine = students_of[lab]
+            # a speed-up only against one-GPU runs of the same students: parts missing from the one-GPU runs
+            # would make a class look faster on one GPU than it is
+            if base and set(mine) <= set(alone):
+                speed = f"{base / walls[lab]:.2f}x"
+            elif base:
+                speed = f"– (1 GPU ran {len(set(mine) & set(alone))} of its {len(mine)} students)"
+            else:
+                speed = "–"
+            both = [name for name in mine if mine[name]["seconds"] and alone.get(name, {}).get("seconds")]
+            growth = (f"{sum(mine[n]['seconds'] for n in both) / sum(alone[n]['seconds'] for n in both):.2f}x"
+                      + (f" ({len(both)} of {len(mine)})" if len(both) < len(mine) else "")) if both else "–"
+            graded = sum(s["score"] is not None for s in mine.values())
             print(f"| {lab} | {', '.join(sorted(by_label[lab]))} | {walls[lab]:.1f} | {speed} | {work[lab]:.1f} "
-                  f"| {growth} | {graded} of {len(students)} | {'yes' if ok else 'NO'} |")
+                  f"| {growth} | {graded} of {len(mine)} | {'yes' if ok else 'NO'} |")
         for lab in labels:
             checks = [c for n in by_label[lab] for s in runs[n]["students"].values() for c in s.get("speed") or []
                       if c.get("timing_s") is not None]
