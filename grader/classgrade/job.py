@@ -19,6 +19,9 @@ class StudentJob:
     bars: bytes | None               # the LADDER_BARS override in force, if any
     grader_sha256: str               # the coordinator's grader (grader.classgrade.identity)
     settings: dict[str, str] = field(default_factory=dict)   # the coordinator's LADDER_ settings
+    # the coordinator's value (None: unset) of each variable Dask's nanny sets before it starts a worker
+    # (grader.classgrade.task.environ_to_ship): the student's processes get these, not the nanny's
+    environ: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass

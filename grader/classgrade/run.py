@@ -95,7 +95,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
     source_sha = files_sha256(source)
     bars_data = bars_bytes()
     grader = grader_sha256(bars_data)
-    settings = task.settings_to_ship()
+    settings, environ = task.settings_to_ship(), task.environ_to_ship()
 
     ws = Workspace(Path(workspace), assignment, source_nb.name, db_url)
     try:
@@ -118,7 +118,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
                 grades.append(kept)
             else:
                 jobs.append(StudentJob(assignment, source_nb.name, student, data, digest, source, source_sha,
-                                       bars_data, grader, settings))
+                                       bars_data, grader, settings, environ))
         shown = Progress(len(jobs), sum(g.skipped for g in grades), echo, enabled=progress)
         try:
             with client_for(where if jobs else Where()) as client:   # nothing to grade: no Dask

@@ -70,6 +70,11 @@ def _student_environment(job: StudentJob, scratch: Path):
             if name != "LADDER_CACHE_DIR":
                 os.environ.pop(name, None)
         os.environ.update(job.settings)
+        for name, value in job.environ.items():   # as where `ladder grade` ran, not as Dask's nanny left it
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         if job.bars is not None:
             bars = scratch / f"bars-{job.grader_sha256[:16]}.toml"
             bars.write_bytes(job.bars)
@@ -187,3 +192,21 @@ def _compiled(caches: Path) -> dict:
 def settings_to_ship() -> dict[str, str]:
     """The coordinator's LADDER_ settings a worker must grade with (LADDER_BARS travels as bytes)."""
     return {k: v for k, v in os.environ.items() if k in config.VARIABLES and k not in _OWN}
+
+
+def environ_to_ship() -> dict[str, str | None]:
+    """The coordinator's value (None: unset) of each variable Dask's nanny sets in its own process before it
+    starts a worker, which the worker's children then inherit: distributed.nanny.pre-spawn-environ
+    (MALLOC_TRIM_THRESHOLD_=65536, OMP_NUM_THREADS=1, MKL_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1), and the hash
+    seed the nanny adds to them. A student graded on a Dask worker then runs in the environment of one graded
+    without Dask, the learner's own cells and `ladder check`: one verdict, and the same time. The trim threshold
+    alone cost a Triton compile 2.7x the page faults and 6% more CPU (assets/results/class-grading/
+    compile-malloc-trim-cpu/), and one OpenMP thread slows a learner's CPU code. Read here, before any cluster
+    starts: a local cluster's nannies run in this process and set them in its environment too."""
+    try:
+        import dask
+        import distributed  # noqa: F401  (registers distributed's defaults in dask.config)
+    except ImportError:
+        return {}            # no Dask here: nothing but this process grades, in this environment
+    names = [*(dask.config.get("distributed.nanny.pre-spawn-environ", None) or {}), "PYTHONHASHSEED"]
+    return {name: os.environ.get(name) for name in names}
