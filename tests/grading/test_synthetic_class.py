@@ -149,3 +149,15 @@ def test_waits_tells_what_each_kind_of_process_waited_in_per_student(tmp_path):
             "serve (grader/isolation/worker.py:10)` | 0.5 | 0.5 |") in text
     assert "| ladder grade |" not in text.split("## py-spy")[1]
     assert "ps -e" not in text
+
+
+def test_the_compile_record_sees_the_nannys_trim_threshold_in_a_compiles_page_faults():
+    """compile_malloc_trim.py (assets/results/class-grading/compile-malloc-trim-cpu/), one configuration: the same
+    sm_90 compile, through Triton's cross-compiler, faults in more pages with Dask's MALLOC_TRIM_THRESHOLD_."""
+    spec = importlib.util.spec_from_file_location(
+        "compile_malloc_trim", ROOT / "assets" / "results" / "class-grading" / "compile_malloc_trim.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    unset, trimmed = script.one(None, configs=1), script.one("65536", configs=1)
+    assert all(v > 0 for v in unset + trimmed)
+    assert trimmed[3] > 1.3 * unset[3], (unset, trimmed)
