@@ -95,7 +95,8 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
     source_sha = files_sha256(source)
     bars_data = bars_bytes()
     grader = grader_sha256(bars_data)
-    settings, environ = task.settings_to_ship(), task.environ_to_ship()
+    # graded here, without Dask, the students' processes inherit this environment as it is
+    settings, environ = task.settings_to_ship(), (task.environ_to_ship() if where.uses_dask else {})
 
     ws = Workspace(Path(workspace), assignment, source_nb.name, db_url)
     try:

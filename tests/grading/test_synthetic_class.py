@@ -57,17 +57,22 @@ def _record(folder, wall_s, students):
     return str(folder / "record.json")
 
 
+def _report(records):
+    """scaling.py report on `records`: the finished run, and its table rows by their first cell."""
+    script = ROOT / "assets" / "results" / "class-grading" / "scaling.py"
+    run = subprocess.run([sys.executable, str(script), "report", *records], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return run, {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+                 for line in run.stdout.splitlines() if line.startswith("| ")}
+
+
 def test_scaling_report_adds_up_the_parts_and_names_every_student_not_graded(tmp_path):
     """scaling.py report: the 1-GPU parts' walls add up to the class's, the speed-up and the growth of the
     students' summed seconds are against that, and a student a cut-short run never graded keeps its row."""
     records = [_record(tmp_path / "c1-gpus1-part1", 100.0, {"a": (15, 40.0), "b": (2, 20.0)}),
                _record(tmp_path / "c1-gpus1-part2", 80.0, {"c": (15, 30.0)}),
                _record(tmp_path / "c1-gpus4", 60.0, {"a": (15, 50.0), "b": (2, 25.0), "c": (None, None)})]
-    script = ROOT / "assets" / "results" / "class-grading" / "scaling.py"
-    run = subprocess.run([sys.executable, str(script), "report", *records], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-            for line in run.stdout.splitlines() if line.startswith("| ")}
+    run, rows = _report(records)
     assert rows["1"][1:6] == ["180.0", "1.00x", "90.0", "1.00x", "3 of 3"]
     # the growth is on the students graded in both runs (a and b): c was never graded on four GPUs
     assert rows["4"][1:6] == ["60.0", "3.00x", "75.0", "1.25x (2 of 3)", "2 of 3"]
@@ -85,11 +90,7 @@ def test_scaling_report_gives_no_speed_up_against_one_gpu_parts_that_miss_studen
     a student's seconds only over the students both runs graded."""
     records = [_record(tmp_path / "c5-gpus1-part1", 100.0, {"a": (15, 40.0)}),
                _record(tmp_path / "c5-gpus2", 70.0, {"a": (15, 44.0), "b": (15, 30.0), "c": (2, 20.0)})]
-    script = ROOT / "assets" / "results" / "class-grading" / "scaling.py"
-    run = subprocess.run([sys.executable, str(script), "report", *records], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-            for line in run.stdout.splitlines() if line.startswith("| ")}
+    run, rows = _report(records)
     assert rows["2"][1:6] == ["70.0", "– (1 GPU ran 1 of its 3 students)", "94.0", "1.10x (1 of 3)", "3 of 3"]
     assert rows["a"][1].startswith("15, 44.0 s (1, 0.0), 1.10x")
 

@@ -100,6 +100,7 @@ def test_the_nannys_variables_are_shipped_with_the_coordinators_values(monkeypat
 def test_a_students_processes_on_a_dask_worker_get_the_coordinators_environment(tmp_path):
     """On a real nanny-started worker (local processes): a process the grading starts inherits the nanny's
     pre-spawn variables unless the student's environment puts the coordinator's back."""
+    import contextlib
     import subprocess
     import sys
 
@@ -115,9 +116,7 @@ def test_a_students_processes_on_a_dask_worker_get_the_coordinators_environment(
 
         def child_sees(job, scratch, around):
             probe = [sys.executable, "-c", f"import os; print([os.environ.get(n) for n in {sorted(NANNY)!r}])"]
-            if not around:
-                return subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
-            with task._student_environment(job, scratch):
+            with task._student_environment(job, scratch) if around else contextlib.nullcontext():
                 return subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
 
         with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
