@@ -46,7 +46,8 @@ export LADDER_CELL_TIMEOUT_S=45 LADDER_FIRST_CALL_TIMEOUT_S=20 LADDER_CALL_TIMEO
 warm_once() {
     [ -e /tmp/.ladder-class-warm ] && return 0
     python3 - <<'PY'
-import importlib, os, pathlib, time, torch
+import importlib.util, pathlib, time
+import torch
 start, read = time.time(), 0
 roots = {pathlib.Path(importlib.import_module(name).__file__).parent
          for name in ("torch", "triton", "cupy") if importlib.util.find_spec(name)}
