@@ -185,20 +185,22 @@ def _at_least_one(name: str, default: int, meaning_of_one: str = "") -> int:
 # with 1, 2, 3 and 4 sessions, and 40 s with a fresh pair for each check, 8 at once; chapter 1's took 24-27 s
 # whatever the number (assets/results/class-grading/sessions-width-h200). Four sessions are eight CUDA starts a
 # notebook, where a fresh pair for each of chapter 5's 9 checks, and for its two speed checks again alone, was 22.
+# A chapter may ask for fewer (grader/chapters/grading.toml: chapter 1 has one).
 SESSIONS_AT_ONCE = 4
 
 
-def checks_at_once() -> int:
+def checks_at_once(chapter_sessions: int | None = None) -> int:
     """How many graded checks of one notebook run at once ahead of it (grader.notebooks.ahead); 1: none ahead.
     Where a notebook's checks share sessions (checks_share_processes, the default) this is also how many sessions
-    the run has, by default SESSIONS_AT_ONCE: each is a verifier and a worker, two CUDA starts, which several
-    students graded at once on one machine take in turn in the driver's lock. With a fresh pair for each check,
+    the run has, by default `chapter_sessions` (its chapter's, grader/chapters/grading.toml) or else
+    SESSIONS_AT_ONCE: each is a verifier and a worker, two CUDA starts, which several students graded at once on
+    one machine take in turn in the driver's lock. With a fresh pair for each check,
     by default half the CPUs the process may use, at most 8: the checks compile kernels on the CPU, and each holds
     a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. Under `ladder grade --gpus N` every
     worker's student runs as wide, and the machine's CPUs are shared through host_checks."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     wide = max(1, min(8, cpus // 2))
-    default = min(SESSIONS_AT_ONCE, wide) if checks_share_processes() else wide
+    default = min(chapter_sessions or SESSIONS_AT_ONCE, wide) if checks_share_processes() else wide
     return _at_least_one("LADDER_CHECKS_AT_ONCE", default, " (1 runs no check ahead)")
 
 

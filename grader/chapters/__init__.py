@@ -14,7 +14,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+import tomllib
+from functools import cache
+from importlib import resources
 from types import ModuleType
+
+GRADING_FIELDS = {"check_sessions": int}
 
 
 def names() -> list[str]:
@@ -49,3 +54,25 @@ def all_bar_keys() -> dict[str, str]:
     for mod in chapter_modules():
         keys.update(mod.BAR_KEYS)
     return keys
+
+
+@cache
+def grading() -> dict[str, dict]:
+    """chNN -> how its notebooks are graded where it differs from the default (grading.toml), read without
+    importing any chapter module."""
+    table = tomllib.loads(resources.files(__name__).joinpath("grading.toml").read_text())
+    known = names()
+    for chapter, fields in table.items():
+        if chapter not in known:
+            raise ValueError(f"grader/chapters/grading.toml: [{chapter}] is no chapter; there are {', '.join(known)}")
+        for field, value in fields.items():
+            wanted = GRADING_FIELDS.get(field)
+            if wanted is None or type(value) is not wanted or value < 1:
+                raise ValueError(f"grader/chapters/grading.toml: [{chapter}] {field} = {value!r}: the fields are "
+                                 + ", ".join(f"{f} (a whole number, at least 1)" for f in GRADING_FIELDS))
+    return table
+
+
+def check_sessions(chapter: str | None) -> int | None:
+    """How many sessions a notebook of `chapter` gives its checks, where its chapter says (None: the default)."""
+    return grading().get(chapter or "", {}).get("check_sessions")

@@ -46,11 +46,11 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
-from .. import config
+from .. import chapters, config
 from ..isolation import hung, isolate, rules
 from .ahead import ChecksAhead, ChecksInSessions
 from ..learner.cells import grade_id as _grade_id
-from ..learner.cells import is_autograded_test, is_learner_cell, learner_cells
+from ..learner.cells import chapter_of, is_autograded_test, is_learner_cell, learner_cells
 from ..learner.code import KernelOutcome
 
 # The `ename` of the error outputs this module writes; nbrun and grading recognise them.
@@ -178,9 +178,9 @@ class LadderExecute(Execute):
         hung_before = os.environ.get(hung.RECORD_VARIABLE)
         os.environ[hung.RECORD_VARIABLE] = hung_record
         self.ahead = None
-        # The run's sessions, LADDER_CHECKS_AT_ONCE verifier-and-worker pairs shared by its checks
-        # (LADDER_CHECK_PROCESSES=notebook), or None.
-        self.session = (isolate.CheckSessions(config.checks_at_once())
+        # The run's sessions, verifier-and-worker pairs shared by its checks (LADDER_CHECK_PROCESSES=notebook):
+        # as many as the notebook's chapter asks for, or LADDER_CHECKS_AT_ONCE; or None.
+        self.session = (isolate.CheckSessions(config.checks_at_once(self._chapter_sessions()))
                         if self.isolated_checks and config.checks_share_processes() else None)
         try:
             if not self.km.has_kernel:
@@ -227,6 +227,12 @@ class LadderExecute(Execute):
         if self.session is not None:
             return None
         return ChecksAhead.start(self.nb, self._folder(), self.timeout or None, config.checks_at_once(), self._check)
+
+    def _chapter_sessions(self) -> int | None:
+        """The sessions the notebook's chapter gives its checks (grader/chapters/grading.toml), None for the
+        default. The chapter is read from the notebook, which the learner may edit: it sets only how many
+        processes check, never what a check decides."""
+        return chapters.check_sessions(chapter_of(self.nb, self._folder() or ""))
 
     def _check(self, *args, session=None, **kwargs):
         """grader.isolation.isolate.check_sources, in the run's sessions where it has them (`session`: the one a

@@ -1,0 +1,77 @@
+"""How many sessions a notebook's checks get is its chapter's to say (grader/chapters/grading.toml): chapter 1's
+checks take seconds and share one session, chapter 5's compile for seconds each and get the default four; an
+instructor's LADDER_CHECKS_AT_ONCE still sets every chapter's."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from traitlets.config import Config
+
+from grader import chapters, config
+from grader.notebooks.nbexec import LadderExecute
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def sixteen_cpus(monkeypatch):
+    monkeypatch.delenv("LADDER_CHECKS_AT_ONCE", raising=False)
+    monkeypatch.delenv("LADDER_CHECK_PROCESSES", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    config.unpin()
+
+
+def _sessions_for(folder: str, notebook: Path) -> int:
+    """The sessions LadderExecute gives `notebook` run from a folder named `folder` (as in a submission)."""
+    runner = LadderExecute(config=Config())
+    runner.nb = nbformat.read(notebook, as_version=4)
+    runner.resources = {"metadata": {"path": f"/graded/student/{folder}"}}
+    return config.checks_at_once(runner._chapter_sessions())
+
+
+def test_each_chapter_gets_its_own_number_of_sessions(sixteen_cpus, monkeypatch):
+    one = _sessions_for("01_vector_add", ROOT / "solutions/01_vector_add/01_vector_add.ipynb")
+    five = _sessions_for("05_triton_matmul", next((ROOT / "solutions/05_triton_matmul").glob("*.ipynb")))
+    assert (one, five) == (1, config.SESSIONS_AT_ONCE) and config.SESSIONS_AT_ONCE > 1
+    monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", "3")   # the instructor's setting wins for every chapter
+    assert _sessions_for("01_vector_add", ROOT / "solutions/01_vector_add/01_vector_add.ipynb") == 3
+    monkeypatch.delenv("LADDER_CHECKS_AT_ONCE")
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(2)), raising=False)
+    assert _sessions_for("05_triton_matmul", ROOT / "solutions/05_triton_matmul/05_triton_matmul.ipynb") == 1
+
+
+def test_a_notebook_of_no_known_chapter_gets_the_default(sixteen_cpus, tmp_path):
+    plain = tmp_path / "scratch.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), plain)
+    assert _sessions_for("scratch", plain) == config.SESSIONS_AT_ONCE
+
+
+def test_the_chapters_grading_table_names_real_chapters_and_whole_numbers(monkeypatch):
+    assert chapters.grading()["ch01"] == {"check_sessions": 1}
+    known = set(chapters.names())
+    assert set(chapters.grading()) <= known
+    for bad, says in (('[ch99]\ncheck_sessions = 2\n', "[ch99] is no chapter"),
+                      ('[ch01]\ncheck_sessions = 0\n', "check_sessions = 0"),
+                      ('[ch01]\nsessions = 2\n', "sessions = 2")):
+        chapters.grading.cache_clear()
+        monkeypatch.setattr(chapters.resources, "files", lambda name, text=bad: _Text(text))
+        with pytest.raises(ValueError, match=re.escape(says)):
+            chapters.grading()
+    chapters.grading.cache_clear()
+
+
+class _Text:
+    """Stands in for the package's files: every file reads as `text`."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def joinpath(self, name: str) -> _Text:
+        return self
+
+    def read_text(self) -> str:
+        return self.text
