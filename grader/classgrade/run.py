@@ -21,7 +21,7 @@ from ..notebooks.check import failed_cells
 from ..notebooks.course import SOURCE_DIR, assignments, repo_root
 from ..notebooks.recognise import course_root, recognise
 from . import schedule, task
-from .cluster import RESOURCE, Where, client_for, dashboard
+from .cluster import RESOURCE, Starting, Where, dashboard
 from .export import write_cells, write_grades
 from .identity import bars_bytes, files_sha256, folder_files, grader_sha256, sha256
 from .job import StudentGrade, StudentJob, StudentResult
@@ -98,6 +98,12 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
     # graded here, without Dask, the students' processes inherit this environment as it is
     settings, environ = task.settings_to_ship(), (task.environ_to_ship() if where.uses_dask else {})
 
+    # Dask's workers start, and each generates the assignment, while this process prepares its workspace
+    # (grader.classgrade.cluster.Starting); every job of the class shares what they use of this one.
+    shared = StudentJob(assignment, source_nb.name, "", b"", "", source, source_sha, bars_data, grader, settings,
+                        environ)
+    starting = Starting(where, then=lambda client: client.run(task.prepare_worker, shared, on_error="ignore")) \
+        if where.uses_dask else None
     ws = Workspace(Path(workspace), assignment, source_nb.name, db_url)
     try:
         ws.prepare(source)
@@ -122,17 +128,20 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
                                        bars_data, grader, settings, environ))
         shown = Progress(len(jobs), sum(g.skipped for g in grades), echo, enabled=progress)
         try:
-            with client_for(where if jobs else Where()) as client:   # nothing to grade: no Dask
-                if client is None:
-                    grades += _here(jobs, ws, shown)
-                else:
-                    link = dashboard(client)
-                    echo(f"Dask: {len(client.scheduler_info().get('workers', {}))} worker(s) at "
-                         f"{client.scheduler.address}" + (f"; dashboard: {link}" if link else
-                                                          " (pip install bokeh for its dashboard)"))
-                    grades += _on_dask(client, schedule.longest_first(jobs, recorded), ws, shown, where.retries)
+            if starting is None or not jobs:   # nothing to grade: Dask's workers are not waited for
+                grades += _here(jobs, ws, shown)
+            else:
+                client = starting.client()
+                link = dashboard(client)
+                echo(f"Dask: {len(client.scheduler_info().get('workers', {}))} worker(s) at "
+                     f"{client.scheduler.address}" + (f"; dashboard: {link}" if link else
+                                                      " (pip install bokeh for its dashboard)"))
+                grades += _on_dask(client, schedule.longest_first(jobs, recorded), ws, shown, where.retries,
+                                   all_handed_out=starting.stop_soon)
         finally:
             shown.close()
+            if starting is not None:
+                starting.stop()
         # Every student grading failed for (a worker, a GPU, nbgrader) still gets a row and a page; every
         # graded one, the reason of each cell it lost.
         grades = [ws.explain(g, "not-graded", g.error) if g.error is not None and g.reason is None
@@ -145,6 +154,8 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
         ws.record_not_graded(grades)
     finally:
         ws.close()
+        if starting is not None:   # where the workspace could not be prepared
+            starting.stop()
     for line in summary(grades) + where_time_went(grades):
         echo(line)
     echo(f"grades: {csv_path}\nfeedback: {ws.folder / 'feedback'}"
@@ -201,11 +212,12 @@ def _takes_n_workers(client) -> bool:
 
 
 def _on_dask(client, order: list[tuple[StudentJob, int]], ws: Workspace, shown: Progress,
-             retries: int) -> list[StudentGrade]:
+             retries: int, all_handed_out=None) -> list[StudentGrade]:
     """Grade on Dask's workers, in `order` (grader.classgrade.schedule: the longest expected first, each with its
     Dask priority). This process is the queue: it keeps at most one student per GPU the workers
     offer in flight, so that a worker never holds a second student waiting (Dask would count a worker's
-    death against every task assigned to it) and the table of who runs where is exact."""
+    death against every task assigned to it) and the table of who runs where is exact. `all_handed_out()` is
+    called once every student has come back from the workers for good, before the last are recorded."""
     from collections import deque
 
     from distributed import KilledWorker, wait
@@ -241,23 +253,34 @@ def _on_dask(client, order: list[tuple[StudentJob, int]], ws: Workspace, shown: 
         for student, tries in attempts.items():
             if student not in shown.running and any(j.student == student for j, _ in pending.values()):
                 shown.started(student, tries[-1]["where"], tries[-1]["started"])
-        ended = [(future, *pending.pop(future)) for future in done]
+        # What each student that came back ended with, taken from its future, which is then let go: the worker
+        # may forget it (a worker that dies later must not grade it again), and the workers may stop below
+        ended = []
+        for future in done:
+            job, round_ = pending.pop(future)
+            finished = future.status == "finished"
+            outcome = future.result() if finished else future.exception()
+            ended.append((future.key, finished, outcome, job, round_))
+            future.release()
+        if all_handed_out is not None and not queue and not pending and all(
+                finished and not outcome.gpu_failure for _, finished, outcome, _, _ in ended):
+            all_handed_out()   # no student will go to a worker again: the workers may stop while these are recorded
+            all_handed_out = None
         # The GPUs of students that finished cleanly start their next student before those are recorded: recording
         # (nbgrader's autograde and feedback, here, one student after another) would otherwise keep them idle. A GPU
         # that failed waits until its worker is retired below.
-        fill(sum(1 for future, _, _ in ended if future.status == "finished" and not future.result().gpu_failure))
-        for future, job, round_ in ended:
+        fill(sum(1 for _, finished, outcome, _, _ in ended if finished and not outcome.gpu_failure))
+        for key, finished, outcome, job, round_ in ended:
             tries = attempts.get(job.student, [])
-            this_round = [t for t in tries if t.get("key") == future.key]
+            this_round = [t for t in tries if t.get("key") == key]
             # every attempt of this round but the last ended with its worker (Dask moved the student on); the
             # last died too only when Dask gave up on the student for it (KilledWorker), not when it raised
-            ended_by_death = future.status != "finished" and isinstance(future.exception(), KilledWorker)
+            ended_by_death = not finished and isinstance(outcome, KilledWorker)
             died = this_round if ended_by_death else this_round[:-1]
             notes = gpu_notes.get(job.student, []) + [
                 f"attempt on {t['where']} ended when its worker died; graded again" for t in died]
-            if future.status == "finished":
-                result = future.result()
-                future.release()   # the worker may forget it: a worker that dies later must not grade it again
+            if finished:
+                result = outcome
                 if result.gpu_failure:
                     bad = tries[-1]["worker"] if tries else None
                     gpu_notes.setdefault(job.student, []).append(
@@ -273,13 +296,11 @@ def _on_dask(client, order: list[tuple[StudentJob, int]], ws: Workspace, shown: 
                 else:
                     grades.append(ws.record(job, result, max(1, len(this_round)) + round_, notes))
             else:
-                exc = future.exception()
-                future.release()
-                if isinstance(exc, KilledWorker):
+                if isinstance(outcome, KilledWorker):
                     why = (f"not graded: the worker grading this student died {len(died)} time(s), the most "
                            f"allowed ({retries} retries); run the same command again to retry")
                 else:
-                    why = f"not graded: grading failed on the worker ({type(exc).__name__}: {exc})"
+                    why = f"not graded: grading failed on the worker ({type(outcome).__name__}: {outcome})"
                 grades.append(_failed(job, why, None, len(died), notes))
             shown.finished(grades[-1])
         shown.refresh()

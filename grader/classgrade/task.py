@@ -114,6 +114,24 @@ def gpu_failure() -> str | None:
     return None
 
 
+def prepare_worker(job: StudentJob) -> float:
+    """On a Dask worker before its first student, while the coordinator prepares its workspace
+    (grader.classgrade.cluster.Starting): generate the assignment in this worker's scratch course and import the
+    autograder, which the worker's first student would otherwise wait for. `job` is any job of the class: only
+    what every student shares is used. Returns the seconds it took."""
+    start = time.perf_counter()
+    scratch = _scratch()
+    with _student_environment(job, scratch):
+        if job.source_sha256 not in _GENERATED:
+            course.generate(scratch / "course", job.assignment, job.source)
+            _GENERATED.add(job.source_sha256)
+        from ..notebooks import nbexec  # noqa: F401  (the executor nbgrader's autograde loads)
+        from ..notebooks.settings import autograde_preprocessors
+
+        autograde_preprocessors()
+    return time.perf_counter() - start
+
+
 def grade_student(job: StudentJob) -> StudentResult:
     """Autograde one student in this process's scratch course; what came of it."""
     start = time.perf_counter()

@@ -107,3 +107,42 @@ def test_the_summary_prints_the_whole_reason_of_a_student_not_graded():
     assert "alice                0/0  [not-graded] (not graded: grading failed on the worker" in text
     assert "    | OSError: disk full" in text and '    |   File "x.py", line 1' in text
     assert "| 1 cell" not in text   # a graded student's note stays on its status line
+
+
+def test_dask_starts_beside_the_caller_and_an_error_starting_it_is_raised_where_the_client_is_asked_for(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: 0)
+    failed = cluster.Starting(cluster.Where(gpus=2))
+    with pytest.raises(LadderError, match="no GPU found"):
+        failed.client()
+    failed.stop()   # nothing was started: nothing to close, and the error is not raised again
+
+    events = []
+    release = threading.Event()
+
+    class Client:
+        pass
+
+    def client_for(where):
+        from contextlib import contextmanager
+
+        @contextmanager
+        def started():
+            events.append(("started in", threading.current_thread().name))
+            release.wait(10)
+            yield Client()
+            events.append("left")
+        return started()
+
+    monkeypatch.setattr(cluster, "client_for", client_for)
+    starting = cluster.Starting(cluster.Where(workers=2), then=lambda client: events.append("warmed"))
+    events.append("caller goes on")   # while Dask is still starting
+    release.set()
+    assert isinstance(starting.client(), Client)
+    starting.stop_soon()
+    starting.stop()
+    starting.stop()   # twice is harmless
+    started = [e for e in events if isinstance(e, tuple)]
+    assert len(started) == 1 and started[0][1].startswith("ladder-dask")   # in a thread of its own
+    assert [e for e in events if isinstance(e, str)] == ["caller goes on", "warmed", "left"]

@@ -129,3 +129,16 @@ def test_a_students_processes_on_a_dask_worker_get_the_coordinators_environment(
     # sorted names: MALLOC_TRIM_THRESHOLD_, MKL_NUM_THREADS, OMP_NUM_THREADS
     assert bare == "['65536', '1', '3']"       # the nanny's, where the coordinator had none
     assert graded == "[None, None, '3']"
+
+
+def test_a_worker_prepared_before_its_first_student_does_not_generate_the_assignment_again(tmp_path, monkeypatch):
+    made = []
+    monkeypatch.setattr(task.course, "generate", lambda folder, assignment, source: made.append((folder, assignment)))
+    monkeypatch.setattr(task, "_SCRATCH", tmp_path)
+    monkeypatch.setattr(task, "_GENERATED", set())
+    before = dict(os.environ)
+    shared = _job(student="", settings={"LADDER_CELL_TIMEOUT_S": "45"})
+    assert task.prepare_worker(shared) >= 0 and made == [(tmp_path / "course", "01_vector_add")]
+    assert shared.source_sha256 in task._GENERATED   # grade_student's first student skips generating it
+    task.prepare_worker(shared)
+    assert len(made) == 1 and dict(os.environ) == before
