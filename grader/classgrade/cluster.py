@@ -17,6 +17,7 @@ times (its scheduler's `allowed-failures`).
 from __future__ import annotations
 
 import os
+import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
@@ -139,6 +140,8 @@ class Starting:
         from concurrent.futures import ThreadPoolExecutor
 
         self._stack = ExitStack()
+        self.ready: float | None = None   # when the client and `then` were done (epoch seconds)
+        self.prepared = None              # what `then` returned
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ladder-dask")
         self._started = self._pool.submit(self._start, where, then)
         self._stopping = None
@@ -146,7 +149,8 @@ class Starting:
     def _start(self, where: Where, then):
         client = self._stack.enter_context(client_for(where))
         if then is not None and client is not None:
-            then(client)
+            self.prepared = then(client)
+        self.ready = time.time()
         return client
 
     def client(self):

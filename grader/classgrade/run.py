@@ -12,6 +12,7 @@ worker's result is recorded by this process alone (grader.classgrade.record), as
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from .cluster import RESOURCE, Starting, Where, dashboard
 from .export import write_cells, write_grades
 from .identity import bars_bytes, files_sha256, folder_files, grader_sha256, sha256
 from .job import StudentGrade, StudentJob, StudentResult
-from .progress import Progress, summary, where_time_went
+from .progress import Progress, outside_students, summary, where_time_went
 from .record import Workspace
 
 
@@ -77,6 +78,7 @@ def screen(path: Path | None, assignment: str, root: Path) -> tuple[str, str] | 
 def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | None = None,
           bars: Path | None = None, where: Where | None = None, db_url: str | None = None, echo=print,
           progress: bool = True, cells_csv: Path | None = None) -> list[StudentGrade]:
+    began = time.time()
     where = where or Where()
     root = course_root() or repo_root()   # repo_root: the error that says where it looked
     source_nb = source_notebook(root, assignment)
@@ -107,6 +109,7 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
     ws = Workspace(Path(workspace), assignment, source_nb.name, db_url)
     try:
         ws.prepare(source)
+        workspace_ready = time.time()
         recorded = ws.journal.entries(assignment)
         grades: list[StudentGrade] = []
         jobs: list[StudentJob] = []
@@ -156,7 +159,9 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
         ws.close()
         if starting is not None:   # where the workspace could not be prepared
             starting.stop()
-    for line in summary(grades) + where_time_went(grades):
+    outside = outside_students(grades, began, workspace_ready, time.time(),
+                               *((starting.ready, starting.prepared) if starting is not None and jobs else ()))
+    for line in summary(grades) + where_time_went(grades) + outside:
         echo(line)
     echo(f"grades: {csv_path}\nfeedback: {ws.folder / 'feedback'}"
          + (f"\ncells: {cells_csv.resolve()}" if cells_csv is not None else ""))

@@ -24,3 +24,19 @@ def test_the_summary_gives_each_gpu_s_busy_fraction_and_the_longest_students_wit
     assert longest[0].split()[0] == "hanger" and "hung (add; 1 cell(s) waited out the time limit, 1 more failed at once as timed out)" in longest[0]
     assert "compiled 3 kernel(s)" in text and "autotuned 2 kernel(s)" in text
     assert "waited 6 s for the machine's CPUs" in text
+
+
+def test_the_summary_says_what_the_run_spent_before_its_first_student_and_after_its_last():
+    from grader.classgrade.progress import outside_students
+
+    grades = [StudentGrade("alice", 15.0, 15.0, {}, None, seconds=40.0, worker="vm GPU 0", started=1012.0),
+              StudentGrade("bob", 15.0, 15.0, {}, None, seconds=30.0, worker="vm GPU 1", started=1013.0),
+              StudentGrade("kept", 15.0, 15.0, {}, None, seconds=500.0, worker="vm GPU 0", skipped=True)]
+    [line] = outside_students(grades, 1000.0, 1003.5, 1055.0, 1011.5, {"tcp://a": 6.25, "tcp://b": 7.5})
+    assert "the first started 12.0 s after the run began" in line
+    assert "the workspace prepared in 3.5 s" in line
+    assert "2 Dask worker(s) ready at 11.5 s, each prepared in 6.2-7.5 s" in line
+    assert "the records were written 3.0 s after the last ended" in line   # alice ended at 1052
+    [alone] = outside_students(grades, 1000.0, 1003.5, 1055.0)   # one GPU: no Dask
+    assert "Dask" not in alone and "12.0 s" in alone
+    assert outside_students(grades[2:], 1000.0, 1003.5, 1055.0) == []   # nobody graded in this run

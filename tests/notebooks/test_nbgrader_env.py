@@ -53,3 +53,24 @@ def test_a_missing_alembic_command_is_named_when_a_gradebook_cannot_be_made(tmp_
     monkeypatch.setattr(grading_course, "api", lambda *args, **kwargs: NoAlembic())
     with pytest.raises(LadderError, match="runs the `alembic` command to create a new gradebook"):
         grading_course.generate(tmp_path, "01_vector_add", {"01_vector_add.ipynb": b"{}"})
+
+
+def test_a_new_gradebook_gets_the_version_alembic_s_command_gives_without_starting_it(tmp_path, monkeypatch):
+    import subprocess
+
+    import nbgrader.api
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    course.nbgrader_env()
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:   # what nbgrader's own function asked
+        command = subprocess.check_output(["alembic", "-c", ini, "heads"]).decode().split("\n")[0].split(" ")[0]
+
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args}")
+
+    monkeypatch.setattr(subprocess, "check_output", no_process)
+    monkeypatch.setattr(nbgrader.api.sp, "check_output", no_process)
+    assert nbgrader.api.get_alembic_version() == command and len(command) == 12
+    with nbgrader.api.Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as book:
+        stamped = book.db.execute(nbgrader.api.text("SELECT version_num FROM alembic_version")).scalar()
+    assert stamped == command
