@@ -101,16 +101,22 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
     settings, environ = task.settings_to_ship(), (task.environ_to_ship() if where.uses_dask else {})
 
     # Dask's workers start, and each generates the assignment, while this process prepares its workspace
-    # (grader.classgrade.cluster.Starting); every job of the class shares what they use of this one.
+    # (grader.classgrade.cluster.Starting), unless the journal already holds every student's grading; every job
+    # of the class shares what the workers use of this one.
     shared = StudentJob(assignment, source_nb.name, "", b"", "", source, source_sha, bars_data, grader, settings,
                         environ)
-    starting = Starting(where, then=lambda client: client.run(task.prepare_worker, shared, on_error="ignore")) \
-        if where.uses_dask else None
+
+    def start_dask() -> Starting:
+        return Starting(where, then=lambda client: client.run(task.prepare_worker, shared, on_error="ignore"))
+
     ws = Workspace(Path(workspace), assignment, source_nb.name, db_url)
+    starting = None
     try:
+        recorded = ws.journal.entries(assignment)
+        if where.uses_dask and not _all_graded_before(students, recorded, source_sha, grader, assignment, root):
+            starting = start_dask()
         ws.prepare(source)
         workspace_ready = time.time()
-        recorded = ws.journal.entries(assignment)
         grades: list[StudentGrade] = []
         jobs: list[StudentJob] = []
         for student, path in students.items():
@@ -129,6 +135,8 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
             else:
                 jobs.append(StudentJob(assignment, source_nb.name, student, data, digest, source, source_sha,
                                        bars_data, grader, settings, environ))
+        if jobs and where.uses_dask and starting is None:   # a kept grading's files were gone: graded again
+            starting = start_dask()
         shown = Progress(len(jobs), sum(g.skipped for g in grades), echo, enabled=progress)
         try:
             if starting is None or not jobs:   # nothing to grade: Dask's workers are not waited for
@@ -166,6 +174,19 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
     echo(f"grades: {csv_path}\nfeedback: {ws.folder / 'feedback'}"
          + (f"\ncells: {cells_csv.resolve()}" if cells_csv is not None else ""))
     return grades
+
+
+def _all_graded_before(students: dict[str, Path | None], recorded: dict, source_sha: str, grader: str,
+                       assignment: str, root: Path) -> bool:
+    """Whether this run will grade no one (nor start Dask's workers for it): the journal holds a grading of every
+    student from the same bytes, source and grader, or their submission cannot be graded at all."""
+    for student, path in students.items():
+        entry = recorded.get(student)
+        if path is not None and entry is not None and entry.same_grading(sha256(path.read_bytes()), source_sha, grader):
+            continue
+        if screen(path, assignment, root) is None:
+            return False
+    return True
 
 
 def _here(jobs: list[StudentJob], ws: Workspace, shown: Progress) -> list[StudentGrade]:

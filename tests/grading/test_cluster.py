@@ -146,3 +146,22 @@ def test_dask_starts_beside_the_caller_and_an_error_starting_it_is_raised_where_
     started = [e for e in events if isinstance(e, tuple)]
     assert len(started) == 1 and started[0][1].startswith("ladder-dask")   # in a thread of its own
     assert [e for e in events if isinstance(e, str)] == ["caller goes on", "warmed", "left"]
+
+
+def test_dask_is_not_started_for_a_run_that_will_grade_no_one(tmp_path, monkeypatch):
+    """Every student graded before from the same bytes, or not gradable at all: `ladder grade --gpus N` run again
+    starts no worker. A new or changed submission does."""
+    from conftest import ROOT
+    from grader.classgrade import run
+    from grader.classgrade.identity import sha256
+    from grader.classgrade.journal import Entry
+    from submissions.build import build
+
+    build("ch01", "01_vector_add", "correct", tmp_path / "alice.ipynb")
+    (tmp_path / "bob.ipynb").write_text("not a notebook")
+    students = {"alice": tmp_path / "alice.ipynb", "bob": tmp_path / "bob.ipynb", "carol": None}
+    graded = {"alice": Entry("01_vector_add", "alice", sha256((tmp_path / "alice.ipynb").read_bytes()), "src", "gr",
+                             15.0, 15.0, 20.0, "vm GPU 0")}
+    assert run._all_graded_before(students, graded, "src", "gr", "01_vector_add", ROOT)
+    assert not run._all_graded_before(students, graded, "new source", "gr", "01_vector_add", ROOT)
+    assert not run._all_graded_before(students, {}, "src", "gr", "01_vector_add", ROOT)
