@@ -113,23 +113,20 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
     starting = None
     try:
         recorded = ws.journal.entries(assignment)
-        if where.uses_dask and not _all_graded_before(students, recorded, source_sha, grader, assignment, root):
+        screened = [_screened(student, path, recorded, source_sha, grader, assignment, root)
+                    for student, path in students.items()]
+        if where.uses_dask and not _nothing_to_grade(screened):
             starting = start_dask()
         ws.prepare(source)
         workspace_ready = time.time()
         grades: list[StudentGrade] = []
         jobs: list[StudentJob] = []
-        for student, path in students.items():
-            refused = screen(path, assignment, root)
+        for student, refused, data, digest, same in screened:
             if refused is not None:   # nothing to grade: 0, a row, a feedback page, and why
                 reason, why = refused
-                grades.append(ws.explain(StudentGrade(student, 0.0, 0.0, {}, None, why), reason, why,
-                                         path.read_bytes() if path is not None else None))
+                grades.append(ws.explain(StudentGrade(student, 0.0, 0.0, {}, None, why), reason, why, data))
                 continue
-            data = path.read_bytes()
-            digest = sha256(data)
-            entry = recorded.get(student)
-            kept = ws.skipped(entry) if entry and entry.same_grading(digest, source_sha, grader) else None
+            kept = ws.skipped(same) if same is not None else None
             if kept is not None:
                 grades.append(kept)
             else:
@@ -176,17 +173,23 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
     return grades
 
 
-def _all_graded_before(students: dict[str, Path | None], recorded: dict, source_sha: str, grader: str,
-                       assignment: str, root: Path) -> bool:
-    """Whether this run will grade no one (nor start Dask's workers for it): the journal holds a grading of every
-    student from the same bytes, source and grader, or their submission cannot be graded at all."""
-    for student, path in students.items():
-        entry = recorded.get(student)
-        if path is not None and entry is not None and entry.same_grading(sha256(path.read_bytes()), source_sha, grader):
-            continue
-        if screen(path, assignment, root) is None:
-            return False
-    return True
+def _screened(student: str, path: Path | None, recorded: dict, source_sha: str, grader: str, assignment: str,
+              root: Path) -> tuple:
+    """(student, why it cannot be graded or None, its submission's bytes, their sha256, the journal's entry where
+    it holds a grading from the same bytes, source and grader, else None)."""
+    refused = screen(path, assignment, root)
+    data = path.read_bytes() if path is not None else None
+    if refused is not None:
+        return student, refused, data, None, None
+    digest = sha256(data)
+    entry = recorded.get(student)
+    return student, None, data, digest, entry if entry and entry.same_grading(digest, source_sha, grader) else None
+
+
+def _nothing_to_grade(screened: list[tuple]) -> bool:
+    """Whether this run will grade no one (nor start Dask's workers for it): every student is kept from an
+    earlier grading, or cannot be graded at all."""
+    return all(refused is not None or same is not None for _, refused, _, _, same in screened)
 
 
 def _here(jobs: list[StudentJob], ws: Workspace, shown: Progress) -> list[StudentGrade]:

@@ -114,6 +114,13 @@ def gpu_failure() -> str | None:
     return None
 
 
+def _generate_once(job: StudentJob, workspace: Path) -> None:
+    """The job's assignment generated in this process's scratch course `workspace`, once for each source."""
+    if job.source_sha256 not in _GENERATED:
+        course.generate(workspace, job.assignment, job.source)
+        _GENERATED.add(job.source_sha256)
+
+
 def prepare_worker(job: StudentJob) -> float:
     """On a Dask worker before its first student, while the coordinator prepares its workspace
     (grader.classgrade.cluster.Starting): generate the assignment in this worker's scratch course and import the
@@ -122,9 +129,7 @@ def prepare_worker(job: StudentJob) -> float:
     start = time.perf_counter()
     scratch = _scratch()
     with _student_environment(job, scratch):
-        if job.source_sha256 not in _GENERATED:
-            course.generate(scratch / "course", job.assignment, job.source)
-            _GENERATED.add(job.source_sha256)
+        _generate_once(job, scratch / "course")
         from ..notebooks import nbexec  # noqa: F401  (the executor nbgrader's autograde loads)
         from ..notebooks.settings import autograde_preprocessors
 
@@ -146,9 +151,7 @@ def grade_student(job: StudentJob) -> StudentResult:
             return StudentResult(job.student, None, time.perf_counter() - start, where(), mine,
                                  error="this worker's grader differs from the instructor's (another version of the "
                                        "course, its bars or its settings): install the same version on every worker")
-        if job.source_sha256 not in _GENERATED:
-            course.generate(workspace, job.assignment, job.source)
-            _GENERATED.add(job.source_sha256)
+        _generate_once(job, workspace)
         submitted = workspace / "submitted" / job.student / job.assignment
         autograded = workspace / "autograded" / job.student / job.assignment
         for folder in (submitted, autograded):

@@ -162,6 +162,10 @@ def test_dask_is_not_started_for_a_run_that_will_grade_no_one(tmp_path, monkeypa
     students = {"alice": tmp_path / "alice.ipynb", "bob": tmp_path / "bob.ipynb", "carol": None}
     graded = {"alice": Entry("01_vector_add", "alice", sha256((tmp_path / "alice.ipynb").read_bytes()), "src", "gr",
                              15.0, 15.0, 20.0, "vm GPU 0")}
-    assert run._all_graded_before(students, graded, "src", "gr", "01_vector_add", ROOT)
-    assert not run._all_graded_before(students, graded, "new source", "gr", "01_vector_add", ROOT)
-    assert not run._all_graded_before(students, {}, "src", "gr", "01_vector_add", ROOT)
+    def nothing_to_grade(recorded, source):
+        return run._nothing_to_grade([run._screened(student, path, recorded, source, "gr", "01_vector_add", ROOT)
+                                      for student, path in students.items()])
+
+    assert nothing_to_grade(graded, "src")
+    assert not nothing_to_grade(graded, "new source")
+    assert not nothing_to_grade({}, "src")
