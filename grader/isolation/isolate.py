@@ -15,6 +15,7 @@ tensors, a broken CUDA context) can reach it. docs/isolation.md describes the de
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -42,7 +43,7 @@ def check_cell(nb, grade_id: str, timeout_s: float | None = None, cwd: str | Non
 
 class _Server:
     """This process's handle on its fork server (grader.isolation.server), started on the first check
-    and kept for the process's life; started again if it died."""
+    and kept for the process's life, ended at its exit; started again if it died."""
 
     def __init__(self):
         import socket
@@ -54,8 +55,22 @@ class _Server:
         theirs.close()
         self.sock = mine
         self.lock = threading.Lock()
+        # Why: left to the interpreter's end, the server's Popen and socket were collected while it still ran, and
+        # every `ladder grade` on one GPU ended with two ResourceWarnings on its stderr. Closing our end is what
+        # ends the server (it returns on EOF, grader.isolation.server.serve).
+        atexit.register(self.close)
         if server.receive(self.sock) != "ready":
             raise RuntimeError("the grader's fork server did not start")
+
+    def close(self) -> None:
+        """End the fork server: close this process's end of its socket and wait for it (kill it after 10 s)."""
+        atexit.unregister(self.close)
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
     def fork(self, request: server.Fork) -> tuple[int, int]:
         """(pid, read end of the verdict's pipe) of a verifier forked for `request`."""
@@ -87,6 +102,8 @@ def _server() -> _Server:
     global _SERVER
     with _SERVER_LOCK:
         if _SERVER is None or _SERVER.proc.poll() is not None:
+            if _SERVER is not None:   # it died: its socket is closed and its exit collected
+                _SERVER.close()
             _SERVER = _Server()
         return _SERVER
 

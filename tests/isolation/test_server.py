@@ -77,10 +77,17 @@ def test_a_killed_server_is_started_again():
 
 
 def test_a_check_from_a_script_on_stdin():
-    """The asking process's main module is never re-run in a verifier: a script fed on stdin works."""
+    """The asking process's main module is never re-run in a verifier: a script fed on stdin works. At its exit
+    the script ends its fork server, and says nothing of a socket or a process left open."""
     code = ("from grader.isolation import isolate\nfrom grader.learner import cells\n"
             f"nb = {str(CH01)!r}\n"
             f"v = isolate.check_sources(cells.learner_cells(nb, {NAPKIN!r}), cells.test_source(nb, {NAPKIN!r}), 'x')\n"
-            "print('passed' if v.passed else v.message)\n")
-    out = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert out.stdout.strip() == "passed", out.stdout + out.stderr[-2000:]
+            "print('passed' if v.passed else v.message)\n"
+            "print(isolate._server().proc.pid)\n")
+    out = subprocess.run([sys.executable, "-W", "always::ResourceWarning", "-"], input=code, capture_output=True,
+                         text=True, cwd=ROOT, timeout=300)
+    verdict, server_pid = out.stdout.split()
+    assert verdict == "passed", out.stdout + out.stderr[-2000:]
+    assert "ResourceWarning" not in out.stderr, out.stderr[-2000:]
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(server_pid), 0)
