@@ -189,8 +189,13 @@ def _local_or_batch(where: Where, distributed):
         # check slots (grader.notebooks.slots), not by a fixed part each.
         devices = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = [d.strip() for d in devices.split(",")] if devices else [str(i) for i in range(available)]
-        return dask_cuda.LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(ids[:where.gpus]), threads_per_worker=1,
-                                          resources=RESOURCE, memory_limit=0)
+
+        class CUDAClusterWithoutWorkerContexts(dask_cuda.LocalCUDACluster):
+            def new_worker_spec(self):
+                return without_worker_contexts(super().new_worker_spec())
+
+        return CUDAClusterWithoutWorkerContexts(CUDA_VISIBLE_DEVICES=",".join(ids[:where.gpus]),
+                                                threads_per_worker=1, resources=RESOURCE, memory_limit=0)
     if where.workers:
         # Nothing pins these workers to a GPU: on a machine with one, two students' speed cells would time
         # each other, and "one student, one GPU" is what makes a verdict independent of the class.
@@ -210,6 +215,25 @@ def _local_or_batch(where: Where, distributed):
     options.setdefault("job_extra_directives", [GPU_DIRECTIVE[kind]])
     options["worker_extra_args"] = [*options.get("worker_extra_args", []), "--resources", "GPU=1"]
     return getattr(jobqueue, JOBQUEUE_CLASSES[kind])(**options)
+
+
+# dask-cuda starts every worker with its preload `dask_cuda.initialize --create-cuda-context` (for UCX, which this
+# grader does not use), and no argument of LocalCUDACluster turns it off.
+CREATE_CONTEXT, NO_CONTEXT = "--create-cuda-context", "--no-create-cuda-context"
+
+
+def without_worker_contexts(specs: dict) -> dict:
+    """dask-cuda's worker specs (name -> {"cls", "options"}) with its preload told to create no CUDA context.
+
+    Why: a worker grades by starting processes and never runs CUDA itself, so that a context a student's code
+    broke is never the worker's own (grader.classgrade.task); yet each worker held a context of its own, 518 MiB
+    on its GPU for the whole class beside the students' processes, made while the workers started together
+    (gpu_apps.txt.gz in assets/results/class-grading/doubled-chapter1-one-two-gpus-h200x2)."""
+    for spec in specs.values():
+        options = spec["options"]
+        options["preload_argv"] = [NO_CONTEXT if arg == CREATE_CONTEXT else arg
+                                   for arg in options.get("preload_argv", [])]
+    return specs
 
 
 def _check_workers(client) -> None:

@@ -54,6 +54,45 @@ def test_workers_refuse_a_gpu_their_students_would_share(monkeypatch):
     assert started == [dict(n_workers=2, threads_per_worker=1, processes=True, resources={"GPU": 1}, memory_limit=0)]
 
 
+class _FakeLocalCUDACluster:
+    """What dask-cuda's LocalCUDACluster does with its workers' preload (26.10): every worker's spec is a copy of
+    `new_spec`, whose preload `dask_cuda.initialize` is given `--create-cuda-context`; `scale` asks
+    `new_worker_spec` for each GPU."""
+
+    def __init__(self, CUDA_VISIBLE_DEVICES, **options):
+        import copy
+
+        self.options = options
+        self.new_spec = {"cls": "Nanny", "options": {"preload": ["dask_cuda.initialize"],
+                                                     "preload_argv": ["--create-cuda-context"]}}
+        self._copy = copy.deepcopy
+        self.worker_spec = {}
+        for device in CUDA_VISIBLE_DEVICES.split(","):
+            self.worker_spec.update({device: spec for spec in self.new_worker_spec().values()})
+
+    def new_worker_spec(self):
+        return {"worker": self._copy(self.new_spec)}
+
+
+def test_gpu_workers_create_no_cuda_context_of_their_own(monkeypatch):
+    """A worker never runs CUDA itself (grader.classgrade.task); dask-cuda's preload would give each one a context
+    on its GPU for the whole class. Checked against dask-cuda 26.10 itself on a CPU (its NVML answers faked): its
+    plain cluster's workers each tried to create a context, this one's none."""
+    from types import SimpleNamespace
+
+    fake = SimpleNamespace(LocalCUDACluster=_FakeLocalCUDACluster)
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: 2)
+    monkeypatch.setattr(cluster, "_need", lambda module, extra="class": fake)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    made = cluster._local_or_batch(cluster.Where(gpus=2), None)
+    assert isinstance(made, _FakeLocalCUDACluster) and sorted(made.worker_spec) == ["0", "1"]
+    for spec in made.worker_spec.values():
+        assert spec["options"]["preload"] == ["dask_cuda.initialize"]
+        assert spec["options"]["preload_argv"] == ["--no-create-cuda-context"]
+    assert made.options == dict(threads_per_worker=1, resources={"GPU": 1}, memory_limit=0)
+    assert made.new_spec["options"]["preload_argv"] == ["--create-cuda-context"]   # each worker's copy changed
+
+
 def test_one_gpu_starts_no_dask():
     assert not cluster.Where().uses_dask and not cluster.Where(gpus=1).uses_dask
     assert cluster.Where(gpus=2).uses_dask and cluster.Where(workers=2).uses_dask
