@@ -1,6 +1,8 @@
 """Where a class is graded, without grading anyone: the batch jobs dask-jobqueue would submit, the
 options an instructor passes, the clear errors, and what makes a recorded grade still valid."""
 
+import copy
+
 import pytest
 
 from grader.classgrade import cluster, identity
@@ -60,18 +62,15 @@ class _FakeLocalCUDACluster:
     `new_worker_spec` for each GPU."""
 
     def __init__(self, CUDA_VISIBLE_DEVICES, **options):
-        import copy
-
         self.options = options
         self.new_spec = {"cls": "Nanny", "options": {"preload": ["dask_cuda.initialize"],
                                                      "preload_argv": ["--create-cuda-context"]}}
-        self._copy = copy.deepcopy
         self.worker_spec = {}
         for device in CUDA_VISIBLE_DEVICES.split(","):
             self.worker_spec.update({device: spec for spec in self.new_worker_spec().values()})
 
     def new_worker_spec(self):
-        return {"worker": self._copy(self.new_spec)}
+        return {"worker": copy.deepcopy(self.new_spec)}
 
 
 def test_gpu_workers_create_no_cuda_context_of_their_own(monkeypatch):
