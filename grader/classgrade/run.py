@@ -30,6 +30,9 @@ from .progress import Progress, outside_students, summary, where_time_went
 from .record import Workspace
 
 
+JOB_LOGS = "jobs"   # in the workspace: each batch job's output (--cluster)
+
+
 def source_notebook(root: Path, assignment: str) -> Path:
     folder = root / SOURCE_DIR / assignment
     notebooks = sorted(folder.glob("*.ipynb"))
@@ -80,6 +83,10 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
           progress: bool = True, cells_csv: Path | None = None) -> list[StudentGrade]:
     began = time.time()
     where = where or Where()
+    if where.cluster and "log_directory" not in where.cluster_options:
+        # the batch jobs' own output, in the workspace rather than wherever the command was typed
+        where = replace(where, cluster_options={**where.cluster_options, "log_directory": str(
+            Path(workspace).resolve() / JOB_LOGS)})
     root = course_root() or repo_root()   # repo_root: the error that says where it looked
     source_nb = source_notebook(root, assignment)
     if bars is not None:
