@@ -17,7 +17,11 @@ pytestmark = pytest.mark.slow
 def test_a_class_is_graded_in_slurm_batch_jobs(tmp_path, slurm):  # noqa: F811
     """Two students, two batch jobs of one worker each, as `--cluster slurm --jobs 2` asks on any cluster (the
     defaults: one GPU, 4 cores, 32 GB a job). Each student's row names the Slurm job that graded it, and Slurm's
-    job-completion record holds those jobs, run on its node."""
+    job-completion record holds those jobs, run on its node.
+
+    About 50 s on 2 cores, nearly all of it the two students' own grading on the CPU (20-25 s each, side by side,
+    as any `ladder grade` of them takes); Slurm starts in about 1 s and runs a job within a second of its
+    submission (SchedulerParameters=sched_interval=1)."""
     subs = make_class(tmp_path / "subs", {"correct": "correct", "stub": "stub"})
     workspace, typed_in = tmp_path / "ws", tmp_path / "instructor"
     typed_in.mkdir()
