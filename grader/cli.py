@@ -263,14 +263,9 @@ def cmd_grade(args) -> int:
         raise LadderError(f"--scheduler {args.scheduler!r}: give the scheduler's address as HOST:PORT or "
                           "tcp://HOST:PORT")
     if args.db is not None:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
+        from .classgrade.journal import checked_url
 
-        try:
-            make_url(args.db)
-        except ArgumentError:
-            raise LadderError(f"--db {args.db!r} is not a database URL: write it as SQLAlchemy does, e.g. "
-                              "postgresql+psycopg://grader@host/class or sqlite:///gradebook.db") from None
+        checked_url(args.db)
     for flag, value in (("--csv", args.csv), ("--csv-cells", args.csv_cells)):
         if value is not None and Path(value).is_dir():
             raise LadderError(f"{flag} {value} is a folder: give the CSV file's path")
@@ -284,7 +279,7 @@ def cmd_grade(args) -> int:
                    Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None, where=where,
                    db_url=args.db, progress=not args.no_progress,
                    cells_csv=Path(args.csv_cells) if args.csv_cells else None)
-    class_report(args.workspace, args.assignment, args.db, args.leaderboard)
+    class_report(args.workspace, args.assignment, args.db, args.leaderboard, just_graded=True)
     return 0 if all(g.error is None for g in grades) else 1
 
 
@@ -305,13 +300,15 @@ def hide_library_warnings() -> None:
     warnings.simplefilter("ignore")
 
 
-def class_report(workspace: str, assignment: str | None, db_url: str | None, leaderboard: str) -> None:
+def class_report(workspace: str, assignment: str | None, db_url: str | None, leaderboard: str,
+                 just_graded: bool = False) -> None:
     """The class report (grader.classgrade.report), built here rather than by `grade` itself: read from the
-    workspace alone, `ladder report` builds the same page again."""
+    workspace alone, `ladder report` builds the same page again (from a gradebook that holds the workspace's
+    students, where `ladder grade` has not just written it)."""
     from .classgrade.record import Workspace
     from .classgrade.report import build
 
-    ws = Workspace.existing(Path(workspace), assignment, db_url)
+    ws = Workspace.existing(Path(workspace), assignment, db_url, all_its_students=not just_graded)
     try:
         print(f"class report: {build(ws, leaderboard)}")
     finally:
@@ -319,6 +316,10 @@ def class_report(workspace: str, assignment: str | None, db_url: str | None, lea
 
 
 def cmd_report(args) -> int:
+    if args.db is not None:
+        from .classgrade.journal import checked_url
+
+        checked_url(args.db)
     class_report(args.workspace, args.assignment, args.db, args.leaderboard)
     return 0
 

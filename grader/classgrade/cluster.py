@@ -342,5 +342,11 @@ def parse_options(pairs: list[str]) -> dict:
         if "=" not in pair:
             raise LadderError(f"--cluster-option {pair!r}: write KEY=VALUE, e.g. queue=gpu")
         key, value = pair.split("=", 1)
-        out[key.strip().replace("-", "_")] = yaml.safe_load(value)
+        try:
+            out[key.strip().replace("-", "_")] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            where = getattr(exc, "problem_mark", None)
+            raise LadderError(f"--cluster-option {pair}: its value is not YAML ({getattr(exc, 'problem', None) or exc}"
+                              + (f" at column {where.column + 1}" if where else "")
+                              + "); quote lists as YAML does, e.g. job_extra_directives=['--gres=gpu:a100:1']") from None
     return out
