@@ -116,9 +116,10 @@ class Workspace:
         missing = sorted(paged - held)
         if missing:
             shown = make_url(self.db_url).render_as_string(hide_password=True)
-            raise LadderError(f"the gradebook at {shown} holds {len(paged) - len(missing)} of the {len(paged)} students "
-                              f"graded in {self.folder} (not {', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}"
-                              "): give the --db that `ladder grade` was given; the class report was left as it was")
+            named = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            raise LadderError(f"the gradebook at {shown} holds {len(paged) - len(missing)} of the {len(paged)} "
+                              f"students graded in {self.folder} (not {named}): give the --db that `ladder grade` "
+                              "was given; the class report was left as it was")
 
     def prepare(self, source: dict[str, bytes]) -> None:
         """Generate the assignment into the gradebook; again, after a pause, where another `ladder grade`
