@@ -69,9 +69,10 @@ BAD_INPUTS: dict[tuple[str, str], list[list[str]]] = {
     ("doctor", "--remeasure"): [["doctor", "--remeasure=1"]],
     ("doctor", "--target"): [["doctor", "--target", "sm_10"], ["doctor", "--target"]],
     ("doctor", "--kernels"): [["doctor", "--kernels=1"]],
-    ("doctor", "--json"): [["doctor", "--json=1"]],
+    ("doctor", "--json"): [["doctor", "--json=1"], ["doctor", "--json", "--target", "sm_99"]],
     ("compile", "paths"): _notebook_cases("compile") + [["compile"], ["compile", "{folder}/missing.cu"]],
-    ("compile", "--arch"): [["compile", "--arch", "sm80", "{kernel.cu}"], ["compile", "--arch", "", "{kernel.cu}"]],
+    ("compile", "--arch"): [["compile", "--arch", "sm80", "{kernel.cu}"], ["compile", "--arch", "", "{kernel.cu}"],
+                            ["compile", "--arch", "sm_99", "{kernel.cu}"], ["compile", "--arch", "sm_90,sm_99", CH1]],
     ("profile", "notebook"): _notebook_cases("profile", after=("--exercise", "1a")),
     ("profile", "--exercise"): [["profile", CH1, "--exercise", "9z"], ["profile", CH1, "--exercise", "7a"],
                                 ["profile", CH1]],
@@ -171,6 +172,8 @@ def test_bad_input_is_answered_in_a_line_or_two_with_exit_code_2(key, line, file
         schema = "kernel-ladder.sanitize/1" if "--sanitize" in line else "kernel-ladder.check/1"
         assert answer["schema"] == schema and answer["passed"] is False
         assert answer["error"] and answer["reason"] and answer["notebooks"] == []
+    elif line[0] == "doctor" and "--json" in line:
+        assert json.loads(out) == {"error": message[0].removeprefix("ladder doctor: "), "reason": "failed"}
     else:
         assert out == "", (argv, out)
 

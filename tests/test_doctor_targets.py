@@ -96,12 +96,26 @@ def test_the_printed_table_marks_what_is_not_gradable_and_says_why():
     assert "sm_75 lacks tensor cores for Triton's tl.dot on fp16" in out
     assert "LADDER_UNGRADABLE" in out
     assert proc.stderr == "", proc.stderr
+    # every exercise's name ends in its own column, however long (6-stretch-fast-d64 ran into its bar's)
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("  exercise "))
+    column = lines[header].index("bar (calibrated")
+    rows = [line for line in lines[header + 1:] if line.startswith("  ") and not line.startswith("  [")]
+    rows = rows[:next(i for i, line in enumerate(rows) if line.startswith("  graded: "))]
+    assert len(rows) > 20 and any(len(row.split()[0]) > 11 for row in rows)
+    for row in rows:
+        key = row.split()[0]
+        assert row[column - 2:column] == "  " and row[2:column].strip() == key and row[column] != " ", row
 
 
 def test_an_unknown_target_is_refused():
     proc = subprocess.run([sys.executable, "-m", "grader.cli", "doctor", "--target", "sm_61"],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+    as_json = subprocess.run([sys.executable, "-m", "grader.cli", "doctor", "--json", "--target", "sm_99"],
+                             capture_output=True, text=True, cwd=ROOT)
+    answer = json.loads(as_json.stdout)   # --json answers in JSON, a refusal too
+    assert as_json.returncode == 2 and "invalid choice: 'sm_99'" in answer["error"] and answer["reason"], as_json
 
 
 # ------------------------------------------------------------------------- versions

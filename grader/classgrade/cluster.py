@@ -6,7 +6,7 @@ Dask workers, each of which grades one student at a time on one GPU.
 - `--workers N`: N local worker processes with no GPU pinning, so only where no GPU is in use (a machine
   without GPUs, or LADDER_FORCE_NO_GPU; the tests): refused where its students would share one.
 - `--scheduler ADDR`: an existing Dask scheduler whose workers were started with `--nthreads 1
-  --resources GPU=1` and one GPU each (README, "Grading a class").
+  --resources GPU=1` and one GPU each (docs/instructors.md, "A Slurm cluster").
 - `--cluster slurm|pbs|sge|lsf --jobs N`: dask-jobqueue submits N batch jobs of one worker and one GPU.
 
 Every task asks for the resource GPU=1, and every worker made here has exactly one, so no two students
@@ -320,7 +320,7 @@ def _check_workers(client) -> None:
     workers = (client.scheduler_info(n_workers=-1) if takes else client.scheduler_info())["workers"]
     if workers and not any(w.get("resources", {}).get("GPU") for w in workers.values()):
         raise LadderError("the scheduler's workers offer no GPU resource: start each with one GPU and "
-                          "`dask worker ADDR --nthreads 1 --resources GPU=1` (README, Grading a class)")
+                          "`dask worker ADDR --nthreads 1 --resources GPU=1` (docs/instructors.md)")
 
 
 def dashboard(client) -> str | None:

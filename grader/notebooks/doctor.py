@@ -190,13 +190,14 @@ def print_feasibility(tables: list[dict], policy: str) -> None:
                 text += " [" + ",".join(map(str, marks)) + "]"
             cells.setdefault(key, []).append(text)
     width = 2 + max(len(n) for n in [*names, *(c for row in cells.values() for c in row)])
-    print(f"\n  {'exercise':<11}{'bar (calibrated on an H100 or H200 unless marked)':<52}"
+    keys = 2 + max(len(key) for key in ["exercise", *cells])   # the longest exercise name and two spaces
+    print(f"\n  {'exercise':<{keys}}{'bar (calibrated on an H100 or H200 unless marked)':<52}"
           + "".join(f"{n:<{width}}" for n in names))
     for key, row in cells.items():
         first = tables[0]["bars"][key]
         what = f"{first['bar']:.2f}x {first['baseline']}"
         what = (what[:47] + "...") if len(what) > 50 else what
-        print(f"  {key:<11}{what:<52}" + "".join(f"{c:<{width}}" for c in row))
+        print(f"  {key:<{keys}}{what:<52}" + "".join(f"{c:<{width}}" for c in row))
     by_arch = {t["arch"]: t for t in tables}
     for (arch, capability), mark in footnotes.items():
         cap = by_arch[arch]["capabilities"][capability]
