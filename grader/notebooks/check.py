@@ -66,6 +66,8 @@ class NotebookResult:
     # Each time the notebook's kernel died or hung in a cell: that cell failed, a fresh kernel re-ran
     # the cells before it and the run went on (grader/notebooks/nbexec.py).
     kernel_losses: list[str] = field(default_factory=list)
+    # Processes the learner's code left running, ended by the grader when their check ended (grader.processes).
+    ended_processes: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -166,7 +168,8 @@ def run_notebook(path: Path, run: int = 1, timeout: int | None = None) -> Notebo
     losses = [crash.describe() for crash in getattr(executor, "crashes", [])]
     if getattr(executor, "stopped", None) and not error:
         error = f"{executor.stopped}: the cells after the last loss were not run"
-    result = NotebookResult(str(path), run, time.perf_counter() - start, error=error, kernel_losses=losses)
+    result = NotebookResult(str(path), run, time.perf_counter() - start, error=error, kernel_losses=losses,
+                            ended_processes=list(getattr(executor, "ended", [])))
     # Cells that ran (to the end, or until their kernel was lost); the others score 0 as not run.
     ran = getattr(executor, "ran", set()) | set(getattr(executor, "lost", ()))
     result.cells = grade_cells(nb, {nb.cells[i].get("id") for i in ran} if error else None)
@@ -177,6 +180,9 @@ def format_result(r: NotebookResult) -> str:
     lines = [f"{r.path}  (run {r.run}, {r.seconds:.0f} s)"]
     for loss in r.kernel_losses:
         lines.append(f"  ! {loss}")
+    if r.ended_processes:
+        lines.append(f"  ! your code left {len(r.ended_processes)} process(es) running, ended when their check "
+                     f"ended: {'; '.join(r.ended_processes[:3])}")
     if r.error:
         lines.append(f"  ! {r.error}")
     if not r.cells:
