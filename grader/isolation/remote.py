@@ -280,6 +280,10 @@ class RemoteFunction(LearnerFunction):
     def __repr__(self) -> str:
         return f"<your {self.name}, running in a separate process>"
 
+    @property
+    def process_id(self) -> int:
+        return self.handle.proc.pid
+
     def _twin(self, trailing: tuple) -> "RemoteFunction":
         return RemoteFunction(self.handle, self.name, trailing)
 
