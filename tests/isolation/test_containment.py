@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import HAS_GPU, ROOT
 from grader.isolation import isolate
 from grader.learner import cells as nbcells
 from leftovers import marked, wait_for
@@ -141,7 +141,10 @@ def test_ladder_check_leaves_no_detached_helper_behind(isolated, tmp_path):
 def test_ladder_grade_and_check_leave_no_helper_of_a_students_cell_behind(tmp_path):
     """A chapter-1 student whose napkin cell starts a detached helper each time it runs (in the notebook's kernel
     and in every check's worker): graded with `ladder grade` (isolated) and checked with `ladder check` (in the
-    kernel), the student keeps the solution's grade and `ps` finds no helper after either returns."""
+    kernel), the student keeps the solution's grade and `ps` finds no helper after either returns. Without a GPU
+    both say the solution's points as checked points and points that need a GPU, never a failure."""
+    import csv
+
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     nb = build.build("ch01", "01_vector_add", "detached_helper", tmp_path / "submissions" / "ada.ipynb")
@@ -155,6 +158,19 @@ def test_ladder_grade_and_check_leave_no_helper_of_a_students_cell_behind(tmp_pa
         assert not _helpers_of(tmp), ("after ladder check", _helpers_of(tmp))
     finally:
         _end_helpers_of(tmp)
+    with open(tmp_path / "ws" / "grades.csv") as fh:
+        (row,) = list(csv.DictReader(fh))
+    if HAS_GPU:
+        assert checked.returncode == 0 and "score 15/15  PASS" in checked.stdout, checked.stdout
+        assert (row["score"], row["reason_message"], row["lost_points"]) == ("15.0", "", "0")
+    else:
+        said = "3/3 checked points; 12 points need a GPU"
+        assert checked.returncode == 0 and f"score 3/15: {said} (not checked here, not lost)" in checked.stdout, \
+            checked.stdout
+        assert f"3/15         " in graded.stdout and f"({said})" in graded.stdout, graded.stdout
+        assert (row["score"], row["reason"], row["reason_message"]) == ("3.0", "graded", said), row
+        assert (row["lost_points"], row["not_checked_points"], row["not_checked_why"]) == (
+            "0", "12", "12 points need a GPU"), row
 
 
 def test_a_torch_py_in_the_notebooks_folder_is_never_imported_by_the_grader(tmp_path):
