@@ -12,7 +12,7 @@ from collections import Counter
 
 from tqdm.auto import tqdm
 
-from ..notebooks.points import NOT_CHECKED, Points
+from ..notebooks.points import NOT_CHECKED, class_not_checked
 from .job import StudentGrade
 
 
@@ -98,24 +98,12 @@ def summary(grades: list[StudentGrade]) -> list[str]:
 
 
 def not_checked_lines(grades: list[StudentGrade]) -> list[str]:
-    """The points this machine could not check, apart from those lost: "every graded student: 12 of 15 points need
-    a GPU", or the sum over the students who had some."""
-    graded = [(g, g.points()) for g in grades if g.error is None]
-    some = [(g, p) for g, p in graded if p.unchecked]
-    if not some:
+    """The points this machine could not check, apart from those lost (grader.notebooks.points.class_not_checked)."""
+    each = [g.points() for g in grades if g.error is None]
+    said = class_not_checked(each)
+    if said is None:
         return []
-    lost = sum(p.lost for _, p in graded)
-    lost_text = f"; points lost in all: {lost:g}"
-    if len(some) == len(graded) and len({(p.total, tuple(sorted(p.not_checked.items()))) for _, p in some}) == 1:
-        p = some[0][1]
-        return [f"\nnot checked here, not lost: every graded student, {p.unchecked:g} of {p.total:g} points "
-                f"({p.why_not_checked()}){lost_text}"]
-    total = Points()
-    for _, p in some:
-        for reason, n in p.not_checked.items():
-            total.not_checked[reason] = total.not_checked.get(reason, 0.0) + n
-    return [f"\nnot checked here, not lost: {len(some)} of {len(graded)} graded student(s), {total.unchecked:g} "
-            f"points in all ({total.why_not_checked()}){lost_text}"]
+    return [f"\nnot checked here, not lost: {said}; points lost in all: {sum(p.lost for p in each):g}"]
 
 
 def cell_lines(grade: StudentGrade) -> list[str]:

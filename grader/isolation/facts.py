@@ -435,7 +435,8 @@ def _facts(call: _Call, threads: set, procs: dict, recorder: "trace.Recorder | N
         replaced = replaced + [interfered]
     device = recorder.trace if recorder is not None else None
     return Facts(launches=list(call.launches), errors=list(call.errors), ops=sorted(set(call.ops)),
-                 stray_threads=_stray(threads), stray_processes=_stray_processes(procs), tampered=replaced, l2_limit=_l2_limit() if on_device else 0,
+                 stray_threads=_stray(threads), stray_processes=_stray_processes(procs), tampered=replaced,
+                 l2_limit=_l2_limit() if on_device else 0,
                  tensor_cores=call.tally,
                  recorded=[RecordedKernel(k.name, k.source, tuple(k.options), k.where) for k in call.recorded],
                  own_launches=dict(call.own), package_launches=list(call.package), device=device,

@@ -64,3 +64,19 @@ class Points:
     def as_dict(self) -> dict:
         return {"checked_score": self.earned, "checked_max_score": self.checked, "lost_points": self.lost,
                 "not_checked": dict(self.not_checked)}
+
+
+def class_not_checked(each: list[Points]) -> str | None:
+    """What a class's graded students could not have checked here, in one sentence: "every graded student: 12 of 15
+    points (12 points need a GPU)", or the sum over those who had some; None where every point was checked."""
+    some = [p for p in each if p.unchecked]
+    if not some:
+        return None
+    if len(some) == len(each) and len({(p.total, tuple(sorted(p.not_checked.items()))) for p in some}) == 1:
+        return f"every graded student, {some[0].unchecked:g} of {some[0].total:g} points ({some[0].why_not_checked()})"
+    total = Points()
+    for p in some:
+        for reason, n in p.not_checked.items():
+            total.not_checked[reason] = total.not_checked.get(reason, 0.0) + n
+    return (f"{len(some)} of {len(each)} graded student(s), {total.unchecked:g} points in all "
+            f"({total.why_not_checked()})")

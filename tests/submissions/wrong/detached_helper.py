@@ -36,7 +36,7 @@ _helpers = []
 
 
 def matmul(a, b, out):'''),
-        ('    M, K = a.shape\n', f'''    if not _helpers:   # a helper of its own, outside the grader's process group and parentless
+        ('    M, K = a.shape\n', f'''    if not _helpers:   # outside the grader's process group, and parentless
         _helpers.append(subprocess.Popen([sys.executable, "-c", _HELPER, "{MARK}", tempfile.gettempdir()],
                                          start_new_session=True, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
