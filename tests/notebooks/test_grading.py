@@ -295,8 +295,8 @@ def test_the_class_report_opens_in_chromium_with_every_figure_and_link(graded, t
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = ws / "report.html"
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        b = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = b.new_page(viewport={"width": 1100, "height": 900})
         problems = []
         page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda exc: problems.append(str(exc)))
@@ -306,7 +306,7 @@ def test_the_class_report_opens_in_chromium_with_every_figure_and_link(graded, t
                                                   "e.naturalHeight, e.src.slice(0, 22)])")
         links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-        browser.close()
+        b.close()
     assert not problems, problems
     assert len(images) >= 3, images   # the scores, the pass rates, the time per student
     for alt, complete, width, height, src in images:
