@@ -360,7 +360,8 @@ def pass_rates(students: list[Student]) -> list[dict]:
 def needs_help(students: list[Student]) -> list[dict]:
     """One row a student who lost points or was not graded, lowest score first: their first cell that lost points
     (in the notebook's order), its reason and the first line of what it said, linked to that cell of their feedback;
-    how many more cells they lost. Cells this machine could not check are no student's mistake: left out."""
+    how many more cells they lost; whether any of them was rejected for how a kernel got its answer or its time
+    (INTEGRITY). Cells this machine could not check are no student's mistake: left out."""
     rows = []
     for s in students:
         if not s.graded:
@@ -376,7 +377,7 @@ def needs_help(students: list[Student]) -> list[dict]:
         rows.append({"name": s.name, "link": s.link(first.grade_id), "score": s.score, "max": s.max_score,
                      "cell": first.grade_id, "reason": reason, "meaning": REASONS.get(reason, ""),
                      "message": s.messages.get(first.grade_id, ""), "more": len(lost) - 1,
-                     "integrity": reason in INTEGRITY})
+                     "integrity": any((c.reason or "failed") in INTEGRITY for c in lost)})
     return sorted(rows, key=lambda r: (r["score"], r["name"]))
 
 
@@ -424,11 +425,14 @@ def speed_sections(students: list[Student], rungs: dict[str, list[Rung]], leader
 SHOWN = 12
 
 
-def help_counts(rows: list[dict]) -> dict[str, int]:
-    """Of the students who need help (needs_help): not graded, first lost cell an integrity reason, the others."""
-    not_graded = sum(r["cell"] is None for r in rows)
-    integrity = sum(bool(r["integrity"]) for r in rows)
-    return {"not_graded": not_graded, "integrity": integrity, "lost": len(rows) - not_graded - integrity}
+def help_said(rows: list[dict]) -> str:
+    """"12 student(s) need help: 2 not graded; 3 with a kernel rejected for how it got its answer or its time (⚑)",
+    each part said only where it counts someone."""
+    parts = [f"{n} {what}" for n, what in (
+        (sum(r["cell"] is None for r in rows), "not graded"),
+        (sum(bool(r["integrity"]) for r in rows), "with a kernel rejected for how it got its answer or its time (⚑)"))
+        if n]
+    return f"{len(rows)} student(s) need help" + (": " + "; ".join(parts) if parts else "") + "."
 
 
 def no_speed_said(graded: list[Student]) -> str:
@@ -484,7 +488,7 @@ def render(assignment: str, students: list[Student], leaderboard: str = "initial
         score_figure=score_figure(students) if students else None, rates=rates,
         rate_figure=pass_rate_figure(rates) if rates else None,
         speeds=speed_sections(graded, recorded_rungs() if rungs is None else rungs, leaderboard),
-        no_speed=no_speed_said(graded), help=helped, help_counts=help_counts(helped),
+        no_speed=no_speed_said(graded), help=helped, help_said=help_said(helped),
         integrity=integrity_groups(graded),
         gpus=gpus, workers=sorted({s.worker for s in students if s.worker}),
         timed=len(timed), median_seconds=statistics.median(timed) if timed else None,

@@ -192,7 +192,12 @@ def test_who_needs_help_is_one_line_a_student_their_first_lost_cell_linked():
     rows = report.needs_help([ada, bo, _not_graded("cy")])
     assert [r["name"] for r in rows] == ["cy", "ada"]   # the lowest score first
     assert (rows[1]["cell"], rows[1]["reason"], rows[1]["more"]) == ("1a-hidden", "out-of-bounds", 2)
-    assert rows[1]["link"] == "feedback/ada.html#cell-id=id-1a-hidden" and not rows[1]["integrity"]
+    assert rows[1]["link"] == "feedback/ada.html#cell-id=id-1a-hidden"
+    assert rows[1]["integrity"], "one of ada's lost cells (1b-speed) is an integrity rejection: marked"
+    assert report.help_said(rows) == ("2 student(s) need help: 1 not graded; 1 with a kernel rejected for how it got "
+                                      "its answer or its time (⚑).")
+    assert report.help_said(rows[1:2]) == "1 student(s) need help: 1 with a kernel rejected for how it got its answer " \
+                                          "or its time (⚑)."
     text = _page([ada, bo])
     assert text.count('<tr><td><a href="feedback/') == 1 and "+2&nbsp;more" in text
 
