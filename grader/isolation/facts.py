@@ -377,9 +377,20 @@ _TORCH_PROCESSES = ("torch/_inductor/compile_worker",)
 
 def _stray_processes(before: dict) -> list[str]:
     """Processes started since `before` (_processes) that still run: whatever the call started and left, detached
-    or not (this process adopts what is orphaned below it: start_watching). A zombie has ended."""
-    new = [p for key, p in _processes().items() if key not in before and p.alive]
-    return [p.describe() for p in new if not any(mark in p.command(400) for mark in _TORCH_PROCESSES)]
+    or not (this process adopts what is orphaned below it: start_watching). A zombie has ended; torch's own
+    processes (`_TORCH_PROCESSES`) and everything below them are torch's."""
+    now = _processes()
+    by_pid = {p.pid: p for p in now.values()}
+    torchs = {p.pid for p in now.values() if any(mark in p.command(400) for mark in _TORCH_PROCESSES)}
+
+    def torch_own(p) -> bool:
+        while p is not None:
+            if p.pid in torchs:
+                return True
+            p = by_pid.get(p.ppid)
+        return False
+
+    return [p.describe() for key, p in now.items() if key not in before and p.alive and not torch_own(p)]
 
 
 def _stray(before: set) -> list[str]:

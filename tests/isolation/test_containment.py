@@ -46,6 +46,42 @@ def _daemon_cell(mark: str, then: str = "") -> tuple[str, str]:
     """) + then)
 
 
+def test_a_call_that_leaves_a_process_running_is_seen_one_that_waits_for_it_is_not(mark):
+    """What `stray-process` rests on, in the process that runs the call (grader.isolation.facts): a process the call
+    started and left, detached or not, a daemon's second half included; not one it waited for, and not torch's own
+    compile workers with what runs below them."""
+    import subprocess
+    import sys
+
+    from grader.isolation import facts
+    from grader.isolation.messages import CallPolicy
+
+    facts.start_watching()   # this process adopts what is orphaned below it, as the worker and the kernel do
+    daemon = "import os, time\nif os.fork():\n    os._exit(0)\ntime.sleep(30)\n"
+
+    started = []
+
+    def leaves():
+        started.append(subprocess.Popen([sys.executable, "-c", daemon, mark], start_new_session=True,
+                                        stdout=subprocess.DEVNULL))
+
+    def waits():
+        subprocess.run([sys.executable, "-c", "pass", mark], check=True)
+
+    def torchs():   # named as Inductor's compile worker, with a child of its own
+        subprocess.Popen([sys.executable, "-c", "import os, time\nos.fork()\ntime.sleep(30)\n",
+                          "x/torch/_inductor/compile_worker/__main__.py", mark], stdout=subprocess.DEVNULL)
+
+    _, left = facts.run_call(leaves, (), {}, CallPolicy())
+    assert left.stray_processes and all(mark in p or "python" in p for p in left.stray_processes), left
+    # the daemon's first half has ended (after its fork): nothing more of it starts
+    assert wait_for(lambda: started[0].poll() is not None)
+    _, waited = facts.run_call(waits, (), {}, CallPolicy())
+    assert waited.stray_processes == []
+    _, torch_own = facts.run_call(torchs, (), {}, CallPolicy())
+    assert torch_own.stray_processes == [], torch_own.stray_processes
+
+
 def _napkin(extra, test=None, **kw) -> isolate.Verdict:
     cells = nbcells.learner_cells(CH01, NAPKIN) + list(extra)
     return isolate.check_sources(cells, test or nbcells.test_source(CH01, NAPKIN), NAPKIN, **kw)
