@@ -139,7 +139,8 @@ def _judge(job: Job, worker_method: str, private: tuple, session_handle=None, en
 def forked(job: Job, environ: dict, cwd: str | None, verdict_conn, stdout_path: str, stderr_path: str) -> None:
     """Entry point of a verifier forked from grader.isolation.isolate's server (which imported torch and
     this module, and nothing else). It takes the asking process's environment and folder as they are
-    now, leads a process group of its own (so that a time limit stops it and its worker together),
+    now, leads a session of its own and adopts whatever is orphaned below it (grader.processes: a time limit ends it
+    with its whole tree, and it ends the learner's processes when each check ends),
     writes what the checks print to `stdout_path`, and sends the `Verdict` over `verdict_conn`, which
     the worker, forked before any learner code runs, closes."""
     os.setsid()

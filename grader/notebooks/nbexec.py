@@ -27,6 +27,11 @@ sure of it here:
 - checked in the kernel, a graded cell is followed by a look at what the learner's code replaced in
   the grader, the clock, torch or Triton (the worker reports the same at every isolated check), so a
   patched check function cannot pass there and fail in grading.
+
+Nothing the learner's code starts outlives the run (grader.processes): this process adopts what is orphaned
+below it while the notebook runs, and ends the kernel's processes and what it adopted from a kernel when a
+kernel is replaced and when the run ends; an isolated check ends its own before its verdict comes back. What was
+ended is kept in the notebook's `metadata.ladder.ended_processes`.
 """
 
 from __future__ import annotations
