@@ -8,6 +8,7 @@ the check (assets/results/gpu_measure.sh's `containment` step looks for it with 
 after `ladder grade`). The helper ends itself after ten minutes, so that a grader that lets it go leaves nothing
 for good."""
 from submissions.wrong import CH05, FIND_TIMED_BATCH, edited, notebook_cell
+from submissions.wrong.detached_helper import MARK
 
 # The helper: fork, the first half exits; the second multiplies while the launcher is idle.
 # argv: its name, the temporary folder, the file the launcher touches at every call.
@@ -31,7 +32,6 @@ while time.time() < deadline:
     else:
         time.sleep(0.0005)
 '''
-MARK = "kernel-ladder-detached-helper"
 
 CHAPTER_DIR = CH05
 CELLS = {
