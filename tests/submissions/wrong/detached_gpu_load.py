@@ -44,7 +44,8 @@ import tempfile
 
 _HELPER = {HELPER!r}
 _beat = os.path.join(tempfile.mkdtemp(), "beat")
-open(_beat, "w").close()
+with open(_beat, "w"):   # a statement, not a bare call: the grader's worker runs it too
+    pass
 _helpers = []
 
 
