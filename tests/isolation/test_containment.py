@@ -178,7 +178,9 @@ def test_ladder_grade_and_check_leave_no_helper_of_a_students_cell_behind(tmp_pa
     """A chapter-1 student whose napkin cell starts a detached helper each time it runs (in the notebook's kernel
     and in every check's worker): graded with `ladder grade` (isolated) and checked with `ladder check` (in the
     kernel), the student keeps the solution's grade and `ps` finds no helper after either returns. Without a GPU
-    both say the solution's points as checked points and points that need a GPU, never a failure."""
+    both say the solution's points as checked points and points that need a GPU, never a failure. About 65 s on a
+    2-core machine: a whole `ladder grade` (nbgrader's course, a kernel, the checks) and a whole `ladder check`,
+    the one test that runs both on a notebook whose cell leaves processes behind."""
     import csv
 
     tmp = tmp_path / "tmp"
@@ -212,7 +214,8 @@ def test_ladder_grade_and_check_leave_no_helper_of_a_students_cell_behind(tmp_pa
 def test_a_torch_py_in_the_notebooks_folder_is_never_imported_by_the_grader(tmp_path):
     """`ladder check --isolated` run in the notebook's own folder, where the entry's cell writes `torch.py` and
     `triton.py` before the first check starts the fork server: no grader process imports them (each would note
-    its importer in shadow-imports.txt), and the scaled product is judged as it is."""
+    its importer in shadow-imports.txt), and the scaled product is judged as it is. About 20 s: a `ladder check`
+    process of its own, since the fork server must start in the notebook's folder."""
     folder = tmp_path / "nb"
     nb = checked_notebook("wrong", "shadow_torch_module", ["matmul-visible"], folder / "shadow.ipynb")
     proc = _ladder("check", "--isolated", nb.name, cwd=folder, tmp=tmp_path)
