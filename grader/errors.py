@@ -30,6 +30,7 @@ REASONS = {
     "library-compute": "torch computed on the inputs inside the learner's launcher",
     "swallowed-error": "the learner's kernel raised and the launcher caught it",
     "stray-thread": "the launcher left a thread running",
+    "stray-process": "the launcher left a process running (detached or not) when it returned",
     "tampered": "the learner's code replaced part of torch, Triton, the timer or the grader",
     "timer-mismatch": "the host clock and the GPU's events disagree about the learner's time",
     "too-fast": "faster than this GPU's measured physical limit",

@@ -49,6 +49,10 @@
 #                            class-grading/scaling.py report)
 #   class-report PART ...    a graded class's report and its screenshot (class-grading/class_report_gpu.sh)
 #   correct-new              the correct submissions of 6b, 7a, 7b and 8b (exploits/correct_6b_7_8b_gpu.sh)
+#   containment [PARTS]      nothing a check starts outlives it: the detached_gpu_load entry on both paths, through
+#                            `ladder check` and `ladder grade` with `ps` after each, and 5a's speed timed beside a GPU
+#                            load started outside the grader (exploits/containment/containment_gpu.sh; PARTS among
+#                            entry,check,grade,crowded)
 #   text-facts [PARTS]       the figures chapters 7 and 8 quote (notebooks/text-facts/run.sh, with its
 #                            softmax_traffic.py and host_bound_block.py)
 # Steps that write many files pack them into OUT/STEP.tar.gz as they go, so that a run cut short at its
@@ -379,6 +383,7 @@ PY
   class-scaling) bash "$here/class-grading/run.sh" "$1" "$out" "${@:2}" || rc=1 ;;
   class-report) bash "$here/class-grading/class_report_gpu.sh" "$@" || rc=1 ;;
   correct-new) bash "$here/exploits/correct_6b_7_8b_gpu.sh" "$out" || rc=1 ;;
+  containment) bash "$here/exploits/containment/containment_gpu.sh" "$out" "$@" || rc=1 ;;
   text-facts) bash "$here/notebooks/text-facts/run.sh" "$out" "$@" || rc=1 ;;
   *) echo "unknown step $step (see the list at the top of $0)"; exit 2 ;;
 esac

@@ -317,12 +317,18 @@ def measure_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | No
             raise no_gpu_speed(ex) if ex.cpu_sizes else _no_gpu(ex, fn)
         try:
             result = _measure(ex, fn, bar, dev, backend, size)
-            if result.throttled:
-                # Held down by heat or power while timed (grader.cuda.clocks): measured once more, and reported
-                # as it then stands.
-                first = result.speedup
+            why = "throttled" if result.throttled else "crowded" if result.crowded else None
+            if why is not None:
+                # Held down by heat or power while timed (grader.cuda.clocks), or timed beside another process that
+                # computed on the GPU (grader.cuda.neighbours): measured once more, and reported as it then stands.
+                first = result
                 result = _measure(ex, fn, bar, dev, None, size)
-                result.remeasured_from = first
+                result.remeasured_from, result.remeasured_because = first.speedup, why
+                if why == "crowded":
+                    result.first_neighbours = "; ".join(n.describe() for n in first.neighbours.crowding[:4])
+                if result.crowded:
+                    result.flags.append("timed beside another process that computed on the GPU, twice: the ratio "
+                                        "shares the GPU with it (the GPU line names it); flagged for the instructor")
             return result
         except LadderError as exc:
             raise with_stderr(exc, err) from None

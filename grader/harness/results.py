@@ -46,7 +46,11 @@ class SpeedResult:
     timed_where: str = ""                                         # what the process that timed could see
     events_ms: float | None = None                                # per call by the events where the calls ran (a claim)
     integrity: dict = field(default_factory=dict)                 # the trusted-time arithmetic's figures, for records
-    remeasured_from: float | None = None                          # the first ratio, when measured again (throttled)
+    remeasured_from: float | None = None                          # the first ratio, when measured again
+    # why it was measured again: "throttled" (heat or the power brake) or "crowded" (another process computed on
+    # the GPU meanwhile, grader.cuda.neighbours); and, for "crowded", what the first timing saw
+    remeasured_because: str | None = None
+    first_neighbours: str | None = None
 
     @property
     def clock(self):
@@ -56,6 +60,16 @@ class SpeedResult:
     @property
     def throttled(self) -> bool:
         return bool(self.clock is not None and self.clock.throttled)
+
+    @property
+    def neighbours(self):
+        """The GPU's other processes while it was timed (grader.cuda.neighbours.Neighbours), or None."""
+        return self.comparison.neighbours
+
+    @property
+    def crowded(self) -> bool:
+        """Another process, not the grader's for this timing, computed on the GPU while it was timed."""
+        return bool(self.neighbours is not None and self.neighbours.crowded)
 
     def as_record(self) -> dict:
         """The figures a verdict rests on, as `ladder check --json` reports them (docs/check-json.md)."""
@@ -69,7 +83,10 @@ class SpeedResult:
                 # makes grading slower
                 "rounds": self.comparison.rounds, "timing_s": round(self.comparison.elapsed_s, 2),
                 "stopped": self.comparison.stopped,
-                "clock": self.clock.as_dict() if self.clock is not None and self.clock.readings else None}
+                "clock": self.clock.as_dict() if self.clock is not None and self.clock.readings else None,
+                # the GPU's other processes while timed (grader.cuda.neighbours), and why it was measured again
+                "crowded": self.crowded, "remeasured_because": self.remeasured_because,
+                "neighbours": self.neighbours.as_dict() if self.neighbours is not None else None}
 
     @property
     def speedup(self) -> float:
@@ -136,9 +153,13 @@ class SpeedResult:
             lines.append(f"  ⚑ {flag}")
         if self.kernels is not None:
             lines += self.kernels.lines(self.ms, self.baseline_ms, self.baseline_name, self.bar, self.passed)
+        if self.neighbours is not None:
+            lines.append(f"  {'⚑ ' if self.crowded else ''}GPU: {self.neighbours.describe()}"
+                         + (f"; measured again after a first timing at {self.remeasured_from:.2f}x beside "
+                            f"{self.first_neighbours}" if self.remeasured_because == "crowded" else ""))
         if self.clock is not None and self.clock.readings:
             again = (f"; measured again after a first run at {self.remeasured_from:.2f}x was held down"
-                     if self.remeasured_from is not None else "")
+                     if self.remeasured_because == "throttled" else "")
             held = (" (held down by heat or the power brake while timed)" if self.throttled else
                     " (at the power cap, as sustained work on this GPU runs, torch's too)" if self.clock.power_capped else "")
             lines.append(f"  clock: {self.clock.describe()}{held}{again}")

@@ -26,6 +26,7 @@ handed: a RemoteFunction as it is, a plain function wrapped in a LocalFunction.
 from __future__ import annotations
 
 import gc
+import os
 import time
 
 from .. import config
@@ -98,6 +99,12 @@ class LearnerFunction:
 
     # What the process that times the learner's calls can and cannot see: one line in every speed report.
     timed_where = ""
+
+    @property
+    def process_id(self) -> int:
+        """The process the learner's calls run in: one of those a timing expects on the GPU
+        (grader.cuda.neighbours)."""
+        return os.getpid()
 
     def _twin(self, trailing: tuple) -> "LearnerFunction":
         """The same function with other trailing arguments."""
@@ -215,6 +222,10 @@ class Batch:
         self.event_rounds_ms: list[float] = []
         self._round_start = 0
         self.on_gpu = has_gpu()
+
+    @property
+    def process_id(self) -> int:
+        return self.fn.process_id
 
     def timed_batch(self, reps: int) -> float:
         """Milliseconds for `reps` calls, as this process measured them (grader.isolation.trusted)."""

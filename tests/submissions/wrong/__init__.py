@@ -26,7 +26,7 @@ from submissions.build import ROOT
 REASONS = {
     "not-written", "no-gpu", "compile-error", "launch-error", "raised", "crashed", "timed-out", "wrong-result",
     "wrong-dtype", "not-plain", "input-modified", "out-of-bounds", "kernel-unused", "library-compute",
-    "swallowed-error", "stray-thread", "tampered", "timer-mismatch", "too-fast", "l2-persist", "no-tensor-cores",
+    "swallowed-error", "stray-thread", "stray-process", "tampered", "timer-mismatch", "too-fast", "l2-persist", "no-tensor-cores",
     "not-fused", "below-bar", "memory", "stderr", "sanitizer-memcheck", "sanitizer-racecheck", "sanitizer-synccheck",
 }
 
