@@ -65,6 +65,13 @@ CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
                lambda s, b: _top_stall(s) == "mio throttle" and s.shared_ld_ways < 4),
     Constraint("no-tensor-cores", "the matrix products run on the FMA pipes; the tensor cores sit idle",
                "tensor% (about 0)", lambda s, b: s.tensor_pipe_pct < 1),
+    Constraint("accumulator-promotion", "the tensor cores stop between short chains of MMAs while the partial sums "
+               "are scaled and added into the fp32 accumulator: the promotion, not the products, sets the pace",
+               "fp32 FLOPs (the promotions' multiply-adds) against the rung beside it, with its tensor% and time: "
+               "twice the fp32 work or more, less tensor-pipe use, a longer time, the same bytes",
+               # chapter 9's 9b: scales applied after every 32 of K against once per 128-block
+               lambda s, b: s.fp32_flops >= 2 * b.fp32_flops and s.tensor_pipe_pct <= 0.9 * b.tensor_pipe_pct
+               and s.time_us >= 1.1 * b.time_us and abs(s.dram_bytes - b.dram_bytes) <= 0.25 * b.dram_bytes),
     Constraint("wasted-work", "the kernel computes results that are thrown away (masked tiles it could skip)",
                "the time against the rung beside it at the same tensor%", lambda s, b: b.time_us <= 0.6 * s.time_us
                and s.tensor_pipe_pct >= 20),
