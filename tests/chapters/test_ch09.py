@@ -386,9 +386,9 @@ def test_the_mx_bar_is_reported_on_hopper_and_graded_on_blackwell():
     from grader.harness.bars import bar_for
     from grader.harness.feasibility import gradability
 
-    hopper = gradability("9c", archs.by_name("sm_90"))
+    hopper = gradability("9c-stretch", archs.by_name("sm_90"))
     assert hopper.status == "out of reach" and "bf16 MMA" in hopper.reason()
-    assert bar_for("9c", "sm_100").graded and not bar_for("9c", "sm_90").graded
+    assert bar_for("9c-stretch", "sm_100").graded and not bar_for("9c-stretch", "sm_90").graded
 
 
 def test_every_bar_of_the_chapter_says_it_is_not_calibrated_yet():
@@ -452,7 +452,7 @@ def test_the_solution_passes_every_correctness_check_in_the_interpreter(interpre
     correct = interpreted["correct"]
     for key in ("quantize", "fp16", "gemm", "fp8", "mx", "curve", "hidden", "gemm_hidden"):
         assert correct[key] == "pass", (key, correct[key])
-    for key, exercise in (("speed_9a", "9a"), ("speed_9b", "9b"), ("speed_9c", "9c")):
+    for key, exercise in (("speed_9a", "9a"), ("speed_9b", "9b"), ("speed_9c", "9c")):   # 9c's bar: 9c-stretch
         assert correct[key].startswith(f"NoGPUError: no GPU: speed not measured for exercise {exercise}"), correct[key]
 
 
@@ -575,10 +575,10 @@ def test_solution_on_cpu_grades_what_a_cpu_can_and_says_no_gpu_for_the_rest():
     for gid in ("napkin-test", "quantize-visible", "quantize-hidden", "gemm-visible", "gemm-hidden", "gemm-fp8",
                 "curve-test", "mx-test"):
         assert cells[gid]["outcome"] == "pass", cells[gid]
-    for gid in ("quantize-speed", "gemm-speed", "mx-speed"):
+    for gid in ("quantize-speed", "gemm-speed"):
         assert cells[gid]["error"]["ename"] == "NoGPUError", cells[gid]
     assert not cells["diagnose-test"]["passed"] and cells["diagnose-test"]["reason"] == "unchecked"
-    assert nb["score"] == 14 and nb["max_score"] == 19
+    assert nb["score"] == 14 and nb["max_score"] == 18
 
 
 # ------------------------------------------------------------------------------------- GPU
