@@ -236,15 +236,6 @@ def _compare_quantized(views, expected, size, what: str) -> None:
                           reason="wrong-result")
     bad_scale = finite & (got_bits != want_bits)
     bad_nonfinite = ~finite & torch.isfinite(scales)
-    if bool(bad_nonfinite.any()):
-        g, row = (int(v) for v in torch.nonzero(bad_nonfinite)[0])
-        raise CheckFailed(
-            f"{what}: wrong scale: row {row}, group {g} (columns {g * GROUP} to {min(k, (g + 1) * GROUP) - 1}) holds "
-            f"{'NaN' if bool(torch.isnan(want_scales[g, row])) else 'an infinity'}, so its scale must not be finite "
-            f"(inf or NaN), and yours is {float(scales[g, row])!r}. A finite scale turns the non-finite value into "
-            "a number: the error disappears silently. tl.max, like the GPU's max instruction, ignores NaN: make a "
-            "NaN count (tl.where(x != x, float('inf'), tl.abs(x)) before the max, for example).",
-            reason="wrong-result")
     if bool(bad_scale.any()):
         count = int(bad_scale.sum())
         g, row = (int(v) for v in torch.nonzero(bad_scale)[0])
@@ -256,6 +247,15 @@ def _compare_quantized(views, expected, size, what: str) -> None:
             + (f", {got / want:.9f} of it" if want else "") + ". The scale is the group's largest |x| over 448, in fp32, "
             "correctly rounded: Triton's `/` on fp32 compiles to an approximate division (div.full.f32, up to 2 units "
             "in the last place off) on a GPU; tl.div_rn(a, b) divides exactly, as torch does.", reason="wrong-result")
+    if bool(bad_nonfinite.any()):
+        g, row = (int(v) for v in torch.nonzero(bad_nonfinite)[0])
+        raise CheckFailed(
+            f"{what}: wrong scale: row {row}, group {g} (columns {g * GROUP} to {min(k, (g + 1) * GROUP) - 1}) holds "
+            f"{'NaN' if bool(torch.isnan(want_scales[g, row])) else 'an infinity'}, so its scale must not be finite "
+            f"(inf or NaN), and yours is {float(scales[g, row])!r}. A finite scale turns the non-finite value into "
+            "a number: the error disappears silently. tl.max, like the GPU's max instruction, ignores NaN: make a "
+            "NaN count (tl.where(x != x, float('inf'), tl.abs(x)) before the max, for example).",
+            reason="wrong-result")
     group_of = torch.arange(k, device=codes.device) // GROUP
     finite_elements = finite.t()[:, group_of]                   # (M, K)
     got = codes.view(torch.uint8)

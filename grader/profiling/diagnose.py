@@ -1,6 +1,6 @@
 """Graded "diagnose" exercises: read two recorded profiles, name what binds the first, name the next rung.
 
-A case shows the signatures of two rungs of one exercise, recorded on an H100 (grader.profiling.recorded:
+A case shows the signatures of two rungs of one exercise, recorded on an H100 or an H200 (grader.profiling.recorded:
 no GPU and no Nsight Compute needed), and asks for two answers: the **binding constraint** of the first
 rung, one of CONSTRAINTS, and the **next rung**, one of the case's choices. Each chapter keeps its cases
 as data (`DIAGNOSE` in grader/chapters/chNN.py) and checks a learner's `diagnosis()` with `judge`.
@@ -101,7 +101,8 @@ class Case:
 
 def show(case: Case) -> str:
     """The two profiles (rung first), what each rung is, the constraints and the choices, as text."""
-    lines = [f"Exercise {case.key}: two rungs of exercise {case.exercise}, profiled on an H100:", ""]
+    gpu = recorded.exercise_index(case.exercise)["exercises"][case.exercise]["gpu"]
+    lines = [f"Exercise {case.key}: two rungs of exercise {case.exercise}, profiled on an {gpu}:", ""]
     lines += [f"  {r}: {recorded.describe(case.exercise, r)}" for r in (case.rung, case.beside)]
     lines += ["", recorded.table(case.exercise, only=(case.rung, case.beside)), "",
               f"What binds `{case.rung}`? One of:"]

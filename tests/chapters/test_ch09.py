@@ -391,15 +391,6 @@ def test_the_mx_bar_is_reported_on_hopper_and_graded_on_blackwell():
     assert bar_for("9c-stretch", "sm_100").graded and not bar_for("9c-stretch", "sm_90").graded
 
 
-def test_every_bar_of_the_chapter_says_it_is_not_calibrated_yet():
-    """Until `gpu_measure.sh ch09 calibrate` runs, tests/notebooks/test_text_facts.py refuses to ship the chapter."""
-    from grader.harness.bars import load_bars
-
-    bars = load_bars(None)
-    for key in ch09.BAR_KEYS:
-        assert bars[key].calibration.startswith("not calibrated"), key
-
-
 # ------------------------------------------------------------------------------------- the kernels, interpreted
 
 INTERPRETED = CHECK_OUTCOME + r"""
