@@ -392,15 +392,21 @@ def dequantize(a, a_scale, b, b_scale):
     return a.to(a_scale.dtype) * a_full, b.to(b_scale.dtype) * b_full
 
 
-def gemm_reference(a, a_scale, b, b_scale):
-    a_deq, b_deq = dequantize(a, a_scale, b, b_scale)
+def product(a_deq, b_deq):
     return a_deq @ b_deq.t()
 
 
-def gemm_error_bound(a, a_scale, b, b_scale):
+def accumulation_bound(a_deq, b_deq):
     """Per output element: BLOCK_ACCUMULATION x the sum over k of |a_k b_k| (dequantized)."""
-    a_deq, b_deq = dequantize(a, a_scale, b, b_scale)
     return BLOCK_ACCUMULATION * (a_deq.abs() @ b_deq.abs().t())
+
+
+def gemm_reference(a, a_scale, b, b_scale):
+    return product(*dequantize(a, a_scale, b, b_scale))
+
+
+def gemm_error_bound(a, a_scale, b, b_scale):
+    return accumulation_bound(*dequantize(a, a_scale, b, b_scale))
 
 
 def _gemm_tolerance(size: GemmSize) -> tuple[float, float]:
@@ -523,13 +529,11 @@ def mx_dequantize(a, a_scale, b, b_scale):
 
 
 def mx_reference(a, a_scale, b, b_scale):
-    a_deq, b_deq = mx_dequantize(a, a_scale, b, b_scale)
-    return a_deq @ b_deq.t()
+    return product(*mx_dequantize(a, a_scale, b, b_scale))
 
 
 def mx_error_bound(a, a_scale, b, b_scale):
-    a_deq, b_deq = mx_dequantize(a, a_scale, b, b_scale)
-    return BLOCK_ACCUMULATION * (a_deq.abs() @ b_deq.abs().t())
+    return accumulation_bound(*mx_dequantize(a, a_scale, b, b_scale))
 
 
 _BF16_MADE: dict = {}

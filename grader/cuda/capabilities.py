@@ -141,7 +141,7 @@ def _tma_kernel():
 _FP8_SHAPE = (64, 64, 32)
 
 
-def _fp8_launch(kernel, arch: Arch):
+def _fp8_launch(scaled: bool, arch: Arch):
     """The probe kernel's launch compiled for `arch` (one build), or the compiler's refusal as a sentence."""
     import torch
 
@@ -152,7 +152,8 @@ def _fp8_launch(kernel, arch: Arch):
     b = torch.empty(n, k, dtype=torch.float8_e4m3fn, device="meta")
     scales = torch.empty(max(m, n), k // 32, dtype=torch.uint8, device="meta")
     c = torch.empty(m, n, dtype=torch.float32, device="meta")
-    (launch,) = crosscompile.record(lambda: kernel[(1,)](a, scales, b, scales, c, BM=m, BN=n, BK=k))
+    kernel = _fp8_probe_kernel()
+    (launch,) = crosscompile.record(lambda: kernel[(1,)](a, scales, b, scales, c, BM=m, BN=n, BK=k, SCALED=scaled))
     try:
         (built,) = crosscompile.build(launch, arch)
     except Exception as exc:  # noqa: BLE001 - Triton's refusal is the finding
@@ -177,7 +178,7 @@ def _mma_opcodes(ptx: str) -> dict[str, int]:
 def _probe_fp8(arch: Arch) -> tuple[bool, str]:
     import triton
 
-    built, refusal = _fp8_launch(_fp8_dot_kernel(), arch)
+    built, refusal = _fp8_launch(False, arch)
     m, n, k = _FP8_SHAPE
     where = f"Triton {triton.__version__} compiles an e4m3 tl.dot ({m}x{n}x{k}) for {arch.name}"
     if built is None:
@@ -191,7 +192,7 @@ def _probe_fp8(arch: Arch) -> tuple[bool, str]:
 def _probe_block_scaled(arch: Arch) -> tuple[bool, str]:
     import triton
 
-    built, refusal = _fp8_launch(_dot_scaled_kernel(), arch)
+    built, refusal = _fp8_launch(True, arch)
     where = f"Triton {triton.__version__} compiles tl.dot_scaled (e4m3, e8m0 scales per 32) for {arch.name}"
     if built is None:
         return False, f"Triton {triton.__version__} refuses tl.dot_scaled on e4m3 for {arch.name}: {refusal}"
@@ -206,7 +207,8 @@ def _probe_block_scaled(arch: Arch) -> tuple[bool, str]:
 
 
 @lru_cache(maxsize=1)
-def _fp8_dot_kernel():
+def _fp8_probe_kernel():
+    """One e4m3 tile product, as tl.dot (SCALED false) or as tl.dot_scaled with e8m0 scales per 32 (SCALED true)."""
     import triton
     import triton.language as tl
 
@@ -214,36 +216,21 @@ def _fp8_dot_kernel():
 
     with quiet_triton():
         @triton.jit
-        def ladder_fp8_dot_probe(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr,
-                                 BK: tl.constexpr):
+        def ladder_fp8_probe(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr, SCALED: tl.constexpr):
             rows, cols, ks = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
             a = tl.load(a_ptr + rows[:, None] * BK + ks[None, :])
             b = tl.load(b_ptr + cols[None, :] * BK + ks[:, None])
-            tl.store(c_ptr + rows[:, None] * BN + cols[None, :], tl.dot(a, b))
+            if SCALED:
+                groups = tl.arange(0, BK // 32)
+                sa = tl.load(as_ptr + rows[:, None] * (BK // 32) + groups[None, :])
+                sb = tl.load(bs_ptr + cols[:, None] * (BK // 32) + groups[None, :])
+                c = tl.dot_scaled(a, sa, "e4m3", b, sb, "e4m3")
+            else:
+                c = tl.dot(a, b)
+            tl.store(c_ptr + rows[:, None] * BN + cols[None, :], c)
 
-    return ladder_fp8_dot_probe
-
-
-@lru_cache(maxsize=1)
-def _dot_scaled_kernel():
-    import triton
-    import triton.language as tl
-
-    from .crosscompile import quiet_triton
-
-    with quiet_triton():
-        @triton.jit
-        def ladder_dot_scaled_probe(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr,
-                                    BK: tl.constexpr):
-            rows, cols, ks = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
-            groups = tl.arange(0, BK // 32)
-            a = tl.load(a_ptr + rows[:, None] * BK + ks[None, :])
-            b = tl.load(b_ptr + cols[None, :] * BK + ks[:, None])
-            sa = tl.load(as_ptr + rows[:, None] * (BK // 32) + groups[None, :])
-            sb = tl.load(bs_ptr + cols[:, None] * (BK // 32) + groups[None, :])
-            tl.store(c_ptr + rows[:, None] * BN + cols[None, :], tl.dot_scaled(a, sa, "e4m3", b, sb, "e4m3"))
-
-    return ladder_dot_scaled_probe
+    return ladder_fp8_probe
 
 
 _WMMA_PROBE = """#include <mma.h>
