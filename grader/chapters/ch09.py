@@ -445,16 +445,17 @@ def scaled_mm_baseline(a, a_scale, b, b_scale, out=None):
     return torch._scaled_mm(a, b.t(), scale_a=a_scale.t(), scale_b=b_scale.t(), out_dtype=torch.bfloat16)
 
 
-def _fp16_mm():
-    """fp16 torch.mm at the same shape, on fp16 inputs made once: reported beside the baseline, never graded."""
+def same_shape_mm(dtype: torch.dtype):
+    """`torch.mm` in `dtype` at the shape of a @ b^T, on inputs of that dtype made on the first call of a shape
+    (a baseline or a comparison at the exercise's shape, not on its fp8 codes)."""
     made: dict = {}
 
-    def run(a, a_scale, b, b_scale):
-        key = (tuple(a.shape), tuple(b.shape))
+    def run(a, a_scale, b, b_scale, out=None):
+        key = (tuple(a.shape), tuple(b.shape), str(a.device))
         if key not in made:
             made.clear()
-            made[key] = (torch.randn(a.shape, device=a.device, dtype=torch.float16),
-                         torch.randn(b.shape[1], b.shape[0], device=a.device, dtype=torch.float16))
+            made[key] = (torch.randn(a.shape, device=a.device, dtype=dtype),
+                         torch.randn(b.shape[1], b.shape[0], device=a.device, dtype=dtype))
         x, w = made[key]
         return torch.mm(x, w)
     return run
@@ -494,7 +495,7 @@ GEMM = Exercise(
     flops=lambda s: 2 * s[0] * s[1] * s[2],
     tolerance=_gemm_tolerance,
     error_bound=gemm_error_bound,
-    others={"torch.mm fp16": _fp16_mm},
+    others={"torch.mm fp16": lambda: same_shape_mm(torch.float16)},
     cpu_sizes=GEMM_CPU,
     requirements=(FP8TensorCoreWork(),),
     speed_hint="128 x 128 (or 128 x 256) output tiles in the grouped order, BLOCK_K = 128 so that one tl.dot covers "
@@ -536,18 +537,8 @@ def mx_error_bound(a, a_scale, b, b_scale):
     return accumulation_bound(*mx_dequantize(a, a_scale, b, b_scale))
 
 
-_BF16_MADE: dict = {}
-
-
-def bf16_mm_baseline(a, a_scale, b, b_scale, out=None):
-    """bf16 torch.mm at the same shape (inputs made once): the GEMM a micro-scaled one replaces."""
-    key = (tuple(a.shape), tuple(b.shape), str(a.device))
-    if key not in _BF16_MADE:
-        _BF16_MADE.clear()
-        _BF16_MADE[key] = (torch.randn(a.shape, device=a.device, dtype=torch.bfloat16),
-                           torch.randn(b.shape[1], b.shape[0], device=a.device, dtype=torch.bfloat16))
-    x, w = _BF16_MADE[key]
-    return torch.mm(x, w)
+# bf16 torch.mm at the same shape: the GEMM a micro-scaled one replaces.
+bf16_mm_baseline = same_shape_mm(torch.bfloat16)
 
 
 MX_GEMM = Exercise(
