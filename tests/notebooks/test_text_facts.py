@@ -817,3 +817,19 @@ def test_no_text_figure_or_bar_is_left_waiting_for_its_gpu_run():
             if key != "9c-stretch":   # no GPU with block-scaled MMA exists to calibrate it on: a stated target
                 waiting.append(f"grader/bars.toml [{key}]: not calibrated")
     assert not waiting, "waiting for their GPU run:\n" + "\n".join(waiting)
+
+
+def test_chapter_9_napkin_arithmetic_is_its_own():
+    """The figures 9.0's text derives for 9b's shape from an H100 SXM's data sheet (1,979 dense FP8 TFLOP/s, 989
+    in fp16, 3.35 TB/s), and the byte count the exercise's key gives."""
+    from grader.chapters import ch09
+
+    text = chapter_cell("09", "napkin-md")
+    m, n, k = ch09.GEMM_SPEED_SIZE
+    flops, moved = 2 * m * n * k, ch09.gemm_bytes_reference(m, n, k)
+    assert "m = 4,096, n = k = 7,168" in text and (m, n, k) == (4096, 7168, 7168)
+    assert f"2·m·n·k = {flops / 1e11:.2f} × 10<sup>11</sup> FLOPs" in text
+    assert f"gives about {moved / 1e6:.0f} MB" in text
+    assert f"{flops / 1979e12 * 1e3:.3f} ms of tensor-core time" in text
+    assert f"{moved / 3.35e12 * 1e3:.3f} ms of memory" in text
+    assert f"{flops / 989e12 * 1e3:.3f} ms in fp16" in text
