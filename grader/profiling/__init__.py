@@ -36,7 +36,7 @@ def _this_notebook(exercise: str) -> Path:
 
 def show_recorded(exercise: str) -> None:
     from . import recorded
-    print(f"Recorded on an H100, every rung of exercise {exercise}:")
+    print(f"Recorded on an {recorded.gpu_of(exercise)}, every rung of exercise {exercise}:")
     for rung in recorded.rungs(exercise):
         print(f"  {rung}: {recorded.describe(exercise, rung)}")
     print(recorded.table(exercise))
