@@ -443,8 +443,9 @@ def test_the_solution_passes_every_correctness_check_in_the_interpreter(interpre
     correct = interpreted["correct"]
     for key in ("quantize", "fp16", "gemm", "fp8", "mx", "curve", "hidden", "gemm_hidden"):
         assert correct[key] == "pass", (key, correct[key])
-    for key, exercise in (("speed_9a", "9a"), ("speed_9b", "9b"), ("speed_9c", "9c")):   # 9c's bar: 9c-stretch
+    for key, exercise in (("speed_9a", "9a"), ("speed_9b", "9b")):
         assert correct[key].startswith(f"NoGPUError: no GPU: speed not measured for exercise {exercise}"), correct[key]
+    assert correct["speed_9c"] == "pass"   # a stretch cell says "no GPU" and carries on (printed, not raised)
 
 
 @pytest.mark.slow
