@@ -44,7 +44,7 @@ def cmd_profile(args) -> int:
     except ProfileUnavailable as exc:
         print(f"Not profiled: {exc}\n")
         if has_rungs:
-            print(f"The recorded rungs of exercise {exercise} ({recorded.index()['gpu']}):")
+            print(f"The recorded rungs of exercise {exercise} ({recorded.exercise_index(exercise)['gpu']}):")
             print(recorded.table(exercise))
         else:
             print(no_rungs)

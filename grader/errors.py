@@ -36,6 +36,7 @@ REASONS = {
     "too-fast": "faster than this GPU's measured physical limit",
     "l2-persist": "the learner's code reserved persisting L2 cache",
     "no-tensor-cores": "a tensor-core exercise ran kernels without tensor-core instructions",
+    "no-fp8-tensor-cores": "an FP8 exercise (9b) did its multiply-adds on tensor cores of another type (fp16, bf16) or none",
     "not-skipped": "a causal launch computed the key tiles above the diagonal (counted tensor-core work)",
     "not-fused": "a fusion exercise (7b, the 8b block) launched more of the learner's kernels per call than its ops fused need (device trace)",
     "below-bar": "correct, but slower than the exercise's pass bar",

@@ -11,7 +11,8 @@ from .kernel_time import KernelTime
 from .timing import Comparison
 
 CEILING_NAMES = {"copy_gbps": "copy ceiling", "fp32_tflops": "fp32 matmul ceiling (torch.mm, TF32 off)",
-                 "fp16_tflops": "fp16 matmul ceiling (torch.mm)"}
+                 "fp16_tflops": "fp16 matmul ceiling (torch.mm)",
+                 "fp8_tflops": "fp8 matmul ceiling (torch._scaled_mm, e4m3)"}
 
 
 @dataclass

@@ -23,7 +23,7 @@ import threading
 import time
 
 from .. import processes
-from ..cuda import autotune, launches, sharing, tccount, trace
+from ..cuda import autotune, interpreter, launches, sharing, tccount, trace
 from ..cuda.gpu import has_gpu
 from .messages import BatchFacts, CallPolicy, Facts, RecordedKernel
 
@@ -217,7 +217,10 @@ class _Call:
         self.own: dict[str, int] = {}      # the learner's kernel launches that ran, by name
         self.package: list[str] = []       # Triton kernels launched from installed packages
         self.tuned = False                 # an autotuner timed its configurations (its cache missed)
-        self.tally = tccount.Tally() if policy.count_tensor_cores and has_gpu() else None
+        # Counted on a GPU by instrumented copies of the kernels, and without one by Triton's interpreter, which
+        # counts its tl.dot calls (grader.cuda.interpreter): an interpreted kernel has nothing else to count.
+        counts = has_gpu() or interpreter.interpreting()
+        self.tally = tccount.Tally() if policy.count_tensor_cores and counts else None
         self.input_storages = set()
         for t in inputs:
             try:
@@ -499,6 +502,8 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
     import torch
 
     CLOCKS.capture()   # (a no-op once watching began: taken then)
+    if interpreter.interpreting():
+        interpreter.prepare()   # the interpreter's casts as the GPU's, however this process started (once)
     call = _Call(policy, [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)])
     dtypes = [(i, a.dtype) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
     threads, procs = _threads(), _processes()

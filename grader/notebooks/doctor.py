@@ -49,7 +49,7 @@ def machine(remeasure: bool = False) -> dict:
                      "l2_mib": round(info.l2_bytes / 2**20, 1), "memory_gib": round(info.memory_bytes / 2**30, 1),
                      "driver": driver_version()}
     report["ceilings"] = {"copy_gbps": ceil.copy_gbps, "fp32_tflops": ceil.fp32_tflops,
-                          "fp16_tflops": ceil.fp16_tflops, "measured": ceil.measured}
+                          "fp16_tflops": ceil.fp16_tflops, "fp8_tflops": ceil.fp8_tflops, "measured": ceil.measured}
     return report
 
 
@@ -162,6 +162,8 @@ def print_report(rep: dict, targets: bool) -> None:
         print(f"  copy bandwidth  {c['copy_gbps']:>8,.0f} GB/s   device-to-device, bytes read + written")
         print(f"  fp32 matmul     {c['fp32_tflops']:>8.1f} TFLOP/s torch.mm, TF32 off")
         print(f"  fp16 matmul     {c['fp16_tflops']:>8.0f} TFLOP/s torch.mm, tensor cores")
+        if c.get("fp8_tflops"):
+            print(f"  fp8 matmul      {c['fp8_tflops']:>8.0f} TFLOP/s torch._scaled_mm, e4m3 (chapter 9)")
     if rep["feasibility"]:
         print_feasibility(rep["feasibility"], rep["ungradable_policy"])
     if rep.get("feasibility_error"):

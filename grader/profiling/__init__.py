@@ -36,7 +36,7 @@ def _this_notebook(exercise: str) -> Path:
 
 def show_recorded(exercise: str) -> None:
     from . import recorded
-    print(f"Recorded on an H100, every rung of exercise {exercise}:")
+    print(f"Recorded on an {recorded.gpu_of(exercise)}, every rung of exercise {exercise}:")
     for rung in recorded.rungs(exercise):
         print(f"  {rung}: {recorded.describe(exercise, rung)}")
     print(recorded.table(exercise))
@@ -45,14 +45,15 @@ def show_recorded(exercise: str) -> None:
 def _roofline(exercise: str, mine=None, flops=None):
     from . import recorded
     from .roofline import plot_roofline
-    entry = recorded.index()["exercises"][exercise]
-    ceil = recorded.index()["ceilings"]
+    entry = recorded.exercise_index(exercise)["exercises"][exercise]
+    ceil = recorded.exercise_index(exercise)["ceilings"]
     points = [(r, recorded.load(exercise, r), entry.get("flops")) for r in recorded.rungs(exercise)]
     if mine is not None:
         points.append(("yours", mine, flops))
-    peaks = {"fp32": ceil["fp32_tflops"], "fp16 tensor": ceil["fp16_tflops"]}
+    peaks = {"fp32": ceil["fp32_tflops"], "fp16 tensor": ceil["fp16_tflops"],
+             **({"fp8 tensor": ceil["fp8_tflops"]} if ceil.get("fp8_tflops") else {})}
     return plot_roofline(points, ceil["copy_gbps"], peaks,
-                         title=f"exercise {exercise}: the recorded rungs ({recorded.index()['gpu']}) and yours")
+                         title=f"exercise {exercise}: the recorded rungs ({entry['gpu']}) and yours")
 
 
 def profile(exercise: str, notebook: str | os.PathLike | None = None, size=None):

@@ -1,6 +1,6 @@
 """Graded "diagnose" exercises: read two recorded profiles, name what binds the first, name the next rung.
 
-A case shows the signatures of two rungs of one exercise, recorded on an H100 (grader.profiling.recorded:
+A case shows the signatures of two rungs of one exercise, recorded on an H100 or an H200 (grader.profiling.recorded:
 no GPU and no Nsight Compute needed), and asks for two answers: the **binding constraint** of the first
 rung, one of CONSTRAINTS, and the **next rung**, one of the case's choices. Each chapter keeps its cases
 as data (`DIAGNOSE` in grader/chapters/chNN.py) and checks a learner's `diagnosis()` with `judge`.
@@ -65,6 +65,13 @@ CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
                lambda s, b: _top_stall(s) == "mio throttle" and s.shared_ld_ways < 4),
     Constraint("no-tensor-cores", "the matrix products run on the FMA pipes; the tensor cores sit idle",
                "tensor% (about 0)", lambda s, b: s.tensor_pipe_pct < 1),
+    Constraint("accumulator-promotion", "the tensor cores stop between short chains of MMAs while the partial sums "
+               "are scaled and added into the fp32 accumulator: the promotion, not the products, sets the pace",
+               "fp32 FLOPs (the promotions' multiply-adds) against the rung beside it, with its tensor% and time: "
+               "twice the fp32 work or more, less tensor-pipe use, a longer time, the same bytes",
+               # chapter 9's 9b: scales applied after every 32 of K against once per 128-block
+               lambda s, b: s.fp32_flops >= 2 * b.fp32_flops and s.tensor_pipe_pct <= 0.9 * b.tensor_pipe_pct
+               and s.time_us >= 1.1 * b.time_us and abs(s.dram_bytes - b.dram_bytes) <= 0.25 * b.dram_bytes),
     Constraint("wasted-work", "the kernel computes results that are thrown away (masked tiles it could skip)",
                "the time against the rung beside it at the same tensor%", lambda s, b: b.time_us <= 0.6 * s.time_us
                and s.tensor_pipe_pct >= 20),
@@ -94,7 +101,8 @@ class Case:
 
 def show(case: Case) -> str:
     """The two profiles (rung first), what each rung is, the constraints and the choices, as text."""
-    lines = [f"Exercise {case.key}: two rungs of exercise {case.exercise}, profiled on an H100:", ""]
+    gpu = recorded.exercise_index(case.exercise)["exercises"][case.exercise]["gpu"]
+    lines = [f"Exercise {case.key}: two rungs of exercise {case.exercise}, profiled on an {gpu}:", ""]
     lines += [f"  {r}: {recorded.describe(case.exercise, r)}" for r in (case.rung, case.beside)]
     lines += ["", recorded.table(case.exercise, only=(case.rung, case.beside)), "",
               f"What binds `{case.rung}`? One of:"]

@@ -1,4 +1,5 @@
-"""The recorded signature of every rung, profiled on an H100: what learners without a GPU, without
+"""The recorded signature of every rung, profiled on an H100 (chapter 9's, for FP8, on an H200): what learners
+without a GPU, without
 Nsight Compute or without counter access see, and the rungs a learner's own profile is shown beside.
 
 Layout: assets/profiles/<GPU>/index.json (per exercise: the rungs in ladder order with a line on each,
@@ -19,10 +20,25 @@ from .signature import Signature, signature_from_rows
 
 PROFILES = Path(__file__).resolve().parents[2] / "assets" / "profiles"
 GPU = "H100"
+# The folders of assets/profiles/, in the order an exercise's rungs are looked for: chapters 1 to 8 were recorded
+# on an H100, chapter 9 (FP8) on an H200.
+GPUS = (GPU, "H200")
 
 
-def available(gpu: str = GPU) -> bool:
-    return (PROFILES / gpu / "index.json").is_file()
+def _present() -> list[str]:
+    return [g for g in GPUS if (PROFILES / g / "index.json").is_file()]
+
+
+def gpu_of(exercise_key: str) -> str:
+    """The folder whose index records `exercise_key` (the first of GPUS that does), else GPU."""
+    for gpu in _present():
+        if exercise_key in index(gpu)["exercises"]:
+            return gpu
+    return GPU
+
+
+def available(gpu: str | None = None) -> bool:
+    return (PROFILES / gpu / "index.json").is_file() if gpu else bool(_present())
 
 
 @cache
@@ -33,18 +49,29 @@ def index(gpu: str = GPU) -> dict:
     return json.loads(path.read_text())
 
 
-def exercises(gpu: str = GPU) -> list[str]:
-    return list(index(gpu)["exercises"])
+def exercises(gpu: str | None = None) -> list[str]:
+    """The exercises recorded on `gpu`, or on any GPU of GPUS."""
+    found: list[str] = []
+    for g in [gpu] if gpu else _present():
+        found += [e for e in index(g)["exercises"] if e not in found]
+    return found
 
 
-def rungs(exercise_key: str, gpu: str = GPU) -> list[str]:
+def exercise_index(exercise_key: str) -> dict:
+    """The index of the GPU that recorded `exercise_key`."""
+    return index(gpu_of(exercise_key))
+
+
+def rungs(exercise_key: str, gpu: str | None = None) -> list[str]:
+    gpu = gpu or gpu_of(exercise_key)
     entry = index(gpu)["exercises"].get(exercise_key)
     if entry is None:
         raise LadderError(f"no recorded profiles for exercise {exercise_key!r}; recorded: {', '.join(exercises(gpu))}")
     return [r["rung"] for r in entry["rungs"]]
 
 
-def describe(exercise_key: str, rung: str, gpu: str = GPU) -> str:
+def describe(exercise_key: str, rung: str, gpu: str | None = None) -> str:
+    gpu = gpu or gpu_of(exercise_key)
     for r in index(gpu)["exercises"][exercise_key]["rungs"]:
         if r["rung"] == rung:
             return r["what"]
@@ -52,7 +79,8 @@ def describe(exercise_key: str, rung: str, gpu: str = GPU) -> str:
 
 
 @cache
-def load(exercise_key: str, rung: str, gpu: str = GPU) -> Signature:
+def load(exercise_key: str, rung: str, gpu: str | None = None) -> Signature:
+    gpu = gpu or gpu_of(exercise_key)
     describe(exercise_key, rung, gpu)   # a clear error for an unknown rung
     path = PROFILES / gpu / exercise_key / f"{rung}.csv"
     return signature_from_rows(read_raw_csv(path.read_text()), exercise_key, rung)
@@ -77,9 +105,10 @@ def table_rows(sigs: list[Signature]) -> list[list[str]]:
     return rows
 
 
-def table(exercise_key: str, gpu: str = GPU, extra: list[Signature] = (), only: tuple[str, ...] = ()) -> str:
+def table(exercise_key: str, gpu: str | None = None, extra: list[Signature] = (), only: tuple[str, ...] = ()) -> str:
     """One line per recorded rung (`only` those, in that order) and per signature in `extra` (e.g. the
     learner's), as Markdown."""
+    gpu = gpu or gpu_of(exercise_key)
     names = list(only) or rungs(exercise_key, gpu)
     sigs = [load(exercise_key, r, gpu) for r in names] + list(extra)
     head = ["rung"] + [c[0] for c in COLUMNS] + ["top stall"]

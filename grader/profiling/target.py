@@ -43,9 +43,8 @@ def plan_for(chapter: str, exercise: str, launcher: str | None = None):
     return steps[0]
 
 
-def _call(fn, inputs, out, trailing, split_output=False):
-    outputs = tuple(out.unbind(0)) if split_output else (out,)   # see Exercise.split_output
-    return fn(*inputs, *outputs, *trailing)
+def _call(fn, ex, inputs, out, trailing):
+    return fn(*ex.split((*inputs, out)), *trailing)   # the output as the learner receives it (Exercise.split)
 
 
 def run(notebook: Path, exercise: str, launcher: str | None, size_text: str | None) -> dict:
@@ -77,10 +76,10 @@ def run(notebook: Path, exercise: str, launcher: str | None, size_text: str | No
     try:
         inputs, out = ex.make_inputs(size, gen, "cuda"), ex.make_output(size, "cuda")
         start = time.perf_counter()
-        _call(fn, inputs, out, step.trailing, ex.split_output)          # compiles, autotunes
+        _call(fn, ex, inputs, out, step.trailing)          # compiles, autotunes
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        _call(fn, inputs, out, step.trailing, ex.split_output)
+        _call(fn, ex, inputs, out, step.trailing)
         torch.cuda.synchronize()
         once_ms = (time.perf_counter() - t0) * 1e3
         report["warmup_s"] = round(time.perf_counter() - start, 2)
@@ -92,11 +91,11 @@ def run(notebook: Path, exercise: str, launcher: str | None, size_text: str | No
             size = small
             del inputs, out
             inputs, out = ex.make_inputs(size, gen, "cuda"), ex.make_output(size, "cuda")
-            _call(fn, inputs, out, step.trailing, ex.split_output)
+            _call(fn, ex, inputs, out, step.trailing)
             torch.cuda.synchronize()
         out.fill_(float("nan"))     # poisoned: the profiled launch writes every element, or leaves NaN
         torch.cuda.nvtx.range_push(RANGE)
-        _call(fn, inputs, out, step.trailing, ex.split_output)
+        _call(fn, ex, inputs, out, step.trailing)
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
     except NotImplementedError:

@@ -67,6 +67,11 @@ RUNGS = {
     "8b": [("naive_tiles", "ch08", "naive_tiles", "chapter 5's naive 32x32 matmul in both linear layers"),
            ("unfused", "ch08", "unfused", "5a's matmul then a bias/GELU kernel; an add kernel then a norm kernel"),
            ("solution", "ch08", "correct", "the fused kernels of chapters 5, 6 and 7")],
+    "9a": [("two_pass", "ch09", "two_pass_9a", "two kernels: the scales, then the codes, x read twice"),
+           ("solution", "ch09", "correct", "one pass: 16 rows of one 128-group a program")],
+    "9b": [("fp16_tiles", "ch09", "fp16_mma_9b", "the e4m3 tiles converted to fp16 before tl.dot: fp16 tensor cores"),
+           ("every_step", "ch09", "every_step_9b", "the accumulator scaled after every 32 of K (BLOCK_K = 32)"),
+           ("solution", "ch09", "correct", "one tl.dot per 128-block of K, scaled once; autotuned tiles")],
 }
 
 # The separations the course's text relies on: (exercise, rung, attribute, comparison, value).
@@ -83,6 +88,9 @@ CHECKS = [
     ("7a", "scalar", "dram_pct", "<=", 75.0),
     # exercise 8.P: the naive 32x32 matmul in the block fetches its operands through L2, DRAM idle
     ("8b", "naive_tiles", "l2_hit_pct", ">=", 90.0), ("8b", "naive_tiles", "dram_pct", "<=", 20.0),
+    # exercise 9.P (grader/profiling/diagnose.py, accumulator-promotion): the rung below does the promotions'
+    # fp32 work four times over, and its tensor cores are busy less of the time
+    ("9b", "solution", "tensor_pipe_pct", ">=", 20.0),
 ]
 
 
@@ -94,11 +102,11 @@ def main() -> int:
     only = set(args.only.split(",")) if args.only else None
     c = ceilings()
     gpu = c.gpu
-    slug = "H100" if "H100" in gpu else gpu.replace(" ", "_")
+    slug = next((name for name in recorded.GPUS if name in gpu), gpu.replace(" ", "_"))
     dest = args.out / "profiles" / slug
     version = subprocess.run([find_ncu(), "--version"], check=False, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     index = {"gpu": gpu, "ncu": version, "ceilings": {"copy_gbps": c.copy_gbps, "fp32_tflops": c.fp32_tflops,
-                                                     "fp16_tflops": c.fp16_tflops},
+                                                     "fp16_tflops": c.fp16_tflops, "fp8_tflops": c.fp8_tflops},
              "command": "python assets/results/profiles/record_profiles.py --out OUT", "exercises": {}}
     work = args.out / "notebooks"
     failures = 0
