@@ -334,10 +334,16 @@ class Occupancy:
     """What the chapter's occupancy model says about a launch on one architecture."""
     blocks: int          # resident blocks per SM
     fraction: float      # resident warps / the SM's maximum warps
-    limiter: str         # "threads", "blocks", "registers" or "shared memory": the smallest limit
+    limiters: tuple      # of "threads", "blocks", "registers", "shared memory": every limit that allows `blocks`
+
+    @property
+    def limiter(self) -> str:
+        """The limits that bind, in words: one, or several that allow the same number of blocks."""
+        return " and ".join(self.limiters)
 
     def describe(self) -> str:
-        return f"{self.blocks} blocks per SM, occupancy {100 * self.fraction:.0f}% (limited by {self.limiter})"
+        alike = " alike" if len(self.limiters) > 1 else ""
+        return f"{self.blocks} blocks per SM, occupancy {100 * self.fraction:.0f}% (limited by {self.limiter}{alike})"
 
 
 REGISTER_UNIT = 256          # registers are handed to a warp in units of 256 (8 per thread)
@@ -366,9 +372,9 @@ def occupancy_reference(threads: int, registers: int, shared: int, arch: Arch) -
     per_block = -(-(shared + arch.reserved_shared_per_block) // SHARED_UNIT) * SHARED_UNIT
     if per_block:
         limits["shared memory"] = arch.shared_per_sm // per_block
-    limiter = min(limits, key=lambda k: limits[k])
-    blocks = limits[limiter]
-    return Occupancy(blocks, blocks * warps * WARP / arch.max_threads_per_sm, limiter)
+    blocks = min(limits.values())
+    binding = tuple(name for name, allowed in limits.items() if allowed == blocks)
+    return Occupancy(blocks, blocks * warps * WARP / arch.max_threads_per_sm, binding)
 
 
 # (threads, registers, shared bytes, architecture): every limiter, on the course's architectures. In
@@ -394,8 +400,9 @@ def check_occupancy(occupancy, hidden: bool = False) -> None:
             raise CheckFailed(where + ". It should return a tuple (blocks, occupancy).")
         blocks, fraction = got
         if blocks != want.blocks:
-            raise CheckFailed(where + f". Hint: work out each of the four limits; the {want.limiter} limit is the "
-                              "smallest here.")
+            smallest = (f"the {want.limiter} limit is the smallest here" if len(want.limiters) == 1 else
+                        f"the {want.limiter} limits are the smallest here, and equal")
+            raise CheckFailed(where + f". Hint: work out each of the four limits; {smallest}.")
         if not math.isclose(float(fraction), want.fraction, rel_tol=1e-6):
             raise CheckFailed(where + ". Hint: occupancy is resident warps over the SM's maximum warps.")
     which = "visible and hidden" if hidden else "visible"

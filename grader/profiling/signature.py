@@ -54,7 +54,7 @@ class Signature:
     bank_conflicts: float            # l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
     achieved_occupancy_pct: float    # sm__warps_active.avg.pct_of_peak_sustained_active
     theoretical_occupancy_pct: float  # sm__maximum_warps_per_active_cycle_pct
-    occupancy_limiter: str           # the launch__occupancy_limit_* with the fewest blocks per SM
+    occupancy_limiter: str           # the launch__occupancy_limit_* with the fewest blocks per SM (ties: all)
     registers_per_thread: int
     shared_bytes_per_block: int
     top_stalls: tuple                # ((reason, warps stalled per issued instruction), ...), largest first
@@ -101,8 +101,13 @@ def _stalls(row: KernelRow) -> tuple:
 
 
 def _limiter(row: KernelRow) -> str:
+    """The limit with the fewest blocks per SM; where several allow the same fewest, all of them
+    ("registers, warps"): naming only the first would blame one of two equal limits."""
     limits = {name: row.get(metric) for name, metric in _LIMITS.items() if not math.isnan(row.get(metric))}
-    return min(limits, key=limits.get) if limits else "n/a"
+    if not limits:
+        return "n/a"
+    fewest = min(limits.values())
+    return ", ".join(name for name, blocks in limits.items() if blocks == fewest)
 
 
 def _ways(wavefronts: float, instructions: float) -> float:

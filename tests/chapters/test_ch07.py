@@ -29,24 +29,34 @@ def test_napkin_math_check(capsys):
         ch07.check_napkin_math(lambda r, c: 4 * r * c, lambda r, c: 16 * r * c)
 
 
+def binding_limits(cases) -> set[str]:
+    return {name for t, r, s, a in cases for name in ch07.occupancy_reference(t, r, s, archs.by_name(a)).limiters}
+
+
 def test_occupancy_cases_cover_every_limit():
-    limiters = {ch07.occupancy_reference(t, r, s, archs.by_name(a)).limiter
-                for t, r, s, a in ch07.OCCUPANCY_VISIBLE + ch07.OCCUPANCY_HIDDEN}
-    assert limiters == {"threads", "blocks", "registers", "shared memory"}
-    visible = {ch07.occupancy_reference(t, r, s, archs.by_name(a)).limiter for t, r, s, a in ch07.OCCUPANCY_VISIBLE}
-    assert {"threads", "registers", "shared memory"} <= visible
+    assert binding_limits(ch07.OCCUPANCY_VISIBLE + ch07.OCCUPANCY_HIDDEN) == {"threads", "blocks", "registers",
+                                                                              "shared memory"}
+    assert {"threads", "registers", "shared memory"} <= binding_limits(ch07.OCCUPANCY_VISIBLE)
+
+
+def test_equal_limits_are_all_named():
+    """1,024 threads at 22 registers (the solution's softmax on an H100): the thread limit and the register
+    file each allow two blocks. Naming only the first of two equal limits would blame one of them."""
+    occ = ch07.occupancy_reference(1024, 22, 256, archs.by_name("sm_90"))
+    assert occ.limiters == ("threads", "registers") and "limited by threads and registers alike" in occ.describe()
 
 
 def test_occupancy_reference_by_hand():
     h100 = archs.by_name("sm_90")
-    # 1,024 threads at 32 registers: 32 warps x 1,024 registers = 32K per block, two blocks: 100%.
-    assert ch07.occupancy_reference(1024, 32, 0, h100) == ch07.Occupancy(2, 1.0, "threads")
+    # 1,024 threads at 32 registers: 32 warps x 1,024 registers = 32K per block, two blocks: 100%, which is
+    # also all the threads an SM holds: both limits allow two.
+    assert ch07.occupancy_reference(1024, 32, 0, h100) == ch07.Occupancy(2, 1.0, ("threads", "registers"))
     # 33 registers round up to 40 a thread (1,280 a warp): 12 warps in each quarter of the register file,
     # 48 in the SM, one block of 32: 50%.
-    assert ch07.occupancy_reference(1024, 33, 0, h100) == ch07.Occupancy(1, 0.5, "registers")
+    assert ch07.occupancy_reference(1024, 33, 0, h100) == ch07.Occupancy(1, 0.5, ("registers",))
     # 64 threads at 40 registers: 48 warps are 24 blocks of 2, where one undivided file of 65,536
     # registers would hold 51 warps, 25 blocks (cudaOccMaxBlocksPerSMRegsLimit divides it in four first).
-    assert ch07.occupancy_reference(64, 40, 0, h100) == ch07.Occupancy(24, 0.75, "registers")
+    assert ch07.occupancy_reference(64, 40, 0, h100) == ch07.Occupancy(24, 0.75, ("registers",))
     # 48 KiB + 1 KiB reserved per block on an A100's 164 KiB: three blocks of 8 warps = 24 of 64 warps.
     occ = ch07.occupancy_reference(256, 40, 48 * 1024, archs.by_name("sm_80"))
     assert (occ.blocks, occ.limiter) == (3, "shared memory") and occ.fraction == pytest.approx(24 / 64)
