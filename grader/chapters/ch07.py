@@ -86,9 +86,10 @@ def _softmax_output(size: SoftmaxSize, device: str) -> torch.Tensor:
 def _softmax_tolerance(size: SoftmaxSize) -> tuple[float, float]:
     """(rtol, atol) against float64, and why.
 
-    Each output is exp(x - max) / sum: a correct fp32 kernel errs by the exponential's rounding (CUDA's
-    fast `__expf` is within a few ulp for the arguments here: 3e-6 relative at most on an H100) and the
-    sum's (a few 1e-7 with partial sums per thread). rtol = 1e-4 leaves 30x room, and it is relative to
+    Each output is exp(x - max) / sum: a correct fp32 kernel errs by the exponential's rounding and the
+    sum's (a few 1e-7 with partial sums per thread). CUDA's fast `__expf` errs by at most 2 + floor(|1.173 x|)
+    ulp (CUDA C++ Programming Guide, intrinsic functions): the arguments here are x - max <= 0, and the
+    outputs that matter at this tolerance have x - max above about -20, 25 ulp, 3e-6 relative. rtol = 1e-4 leaves 30x room, and it is relative to
     every output however small, because atol is tiny: at 50,257 columns the outputs are about 2e-5, so
     an absolute tolerance of 1e-6 would let a sum that missed 3% of the row pass. A reduction that drops
     one element of 31 is 3% out everywhere."""
@@ -119,7 +120,8 @@ SOFTMAX = Exercise(
     tolerance=_softmax_tolerance,
     speed_hint="one block of 1,024 threads per row; one pass that keeps an online (max, sum) per thread and "
                "reads 16-byte float4s when the row length is a multiple of 4; warp shuffles, then one value "
-               "per warp through shared memory; a second pass that re-reads the row (from L2) and writes it.",
+               "per warp through shared memory; a second pass that re-reads the row (mostly from DRAM: L2 keeps "
+               "about a third of it) and writes it.",
 )
 
 # ================================================================== 7b: residual add + RMSNorm
@@ -127,8 +129,8 @@ SOFTMAX = Exercise(
 NormSize = tuple[int, int]   # (rows, hidden)
 
 # 16,384 tokens of a model 4,096 wide (a Llama 7B layer's width): 128 MiB per fp16 tensor, far beyond
-# any L2, so every pass is a trip to memory. Eager runs the add and the norm's six ops as separate
-# kernels, several in fp32.
+# any L2, so every pass is a trip to memory. Eager runs the add and the norm's eight kernels (upcast, square,
+# mean, add eps, rsqrt, multiply, downcast, the weight) one after another, several in fp32.
 NORM_SPEED_SIZE: NormSize = (16384, 4096)
 NORM_VISIBLE: tuple[NormSize, ...] = ((64, 4096), (100, 1000), (7, 31))
 NORM_HIDDEN: tuple[NormSize, ...] = ((1, 1), (5, 8192), (300, 5120), (33, 2048), (2, 4097))

@@ -216,6 +216,35 @@ def test_split_output_hands_the_learner_two_views_of_the_graders_tensor():
 
 
 @pytest.mark.skipif(HAS_GPU, reason="the no-GPU path")
+def loads_before(instructions, stop: str) -> int:
+    """Global loads (LDG) in the machine code before the first instruction whose opcode starts with `stop`."""
+    count = 0
+    for ins in instructions:
+        op = ins.split("*/")[-1].strip().lstrip("@!P0123456789 ").split(" ")[0]
+        if op.startswith(stop):
+            return count
+        count += op.startswith("LDG")
+    raise AssertionError(f"no {stop} in the listing")
+
+
+def test_the_reduction_rungs_loads_in_flight_are_what_the_text_counts():
+    """reduce-after counts bytes in flight per thread from the code: the tree rungs load one element (the first
+    add during load two) before their first barrier, and the grid-stride loop of the shuffle rungs is unrolled
+    four times with four loads issued before its first add. This holds it to the sm_90 machine code."""
+    from grader.cuda import sass
+    from grader.learner.cells import cuda_sources
+
+    source = dict(cuda_sources(SOLUTION)[0])["REDUCE_SRC"]
+    listing = lambda name: sass.disassemble(source=source, name=name, arch="sm_90").instructions  # noqa: E731
+    for tree, loads in (("sum_sequential", 1), ("sum_first_add", 2), ("sum_last_warp", 2)):
+        assert loads_before(listing(tree), "BAR") == loads, tree
+    loop = listing("sum_shuffle_atomic")
+    unrolled = [i for i, ins in enumerate(loop) if "LDG" in ins]
+    # after the loop's remainder (one load, one add), the unrolled body: four loads, then the first of four adds
+    body = loop[unrolled[1]:]
+    assert loads_before(body, "FADD") == 4
+
+
 def test_kernel_resources_without_a_gpu_come_from_ptxas():
     from grader import load_kernel
     from grader.cuda.nvrtc import nvrtc_available
