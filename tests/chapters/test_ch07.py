@@ -245,6 +245,18 @@ def test_the_reduction_rungs_loads_in_flight_are_what_the_text_counts():
     assert loads_before(body, "FADD") == 4
 
 
+def test_the_on_chip_rungs_keep_one_and_four_loads_in_flight():
+    """Exercise 7.P (a)'s rungs, as its reading says: the on-chip softmax's first pass issues one 16-byte load and
+    stores it on chip before the next; the rung it names next issues four before it stores or merges any."""
+    from grader.cuda import sass
+    from submissions.ch07 import on_chip_7a, on_chip_loads_7a
+
+    for rung, loads in ((on_chip_7a, 1), (on_chip_loads_7a, 4)):
+        source = rung.CELLS["softmax-solution"].split('SOFTMAX_SRC = r"""')[1].split('"""')[0]
+        assert loads_before(sass.disassemble(source=source, name="softmax_rows_on_chip", arch="sm_90").instructions,
+                            "STS") == loads, rung.__name__
+
+
 def test_kernel_resources_without_a_gpu_come_from_ptxas():
     from grader import load_kernel
     from grader.cuda.nvrtc import nvrtc_available
