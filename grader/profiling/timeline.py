@@ -1,7 +1,7 @@
 """A learner's launcher called back to back under a device trace: how long a call takes by the host's clock,
 and how much of that time the GPU was busy.
 
-    python -m grader.profiling.timeline NOTEBOOK --exercise 8b --size '[1, 1024, 512]' --report FILE
+    python -m grader.profiling.timeline NOTEBOOK --exercise 8b --size '[1, 256, 512]' --report FILE
 
 Nsight Compute answers why one kernel takes its time, but it serialises and replays every kernel, so it
 cannot see a GPU that waits for the host between kernels (chapter 8's host-bound block). This process can:
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("notebook")
     p.add_argument("--exercise", required=True)
     p.add_argument("--launcher")
-    p.add_argument("--size", help="JSON, e.g. [1, 1024, 512]; default: the graded size")
+    p.add_argument("--size", help="JSON, e.g. [1, 256, 512]; default: the graded size")
     p.add_argument("--calls", type=int, default=CALLS)
     p.add_argument("--report", required=True)
     args = p.parse_args(argv)

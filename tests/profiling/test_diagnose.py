@@ -130,7 +130,7 @@ def test_7p_the_unfused_rungs_claims_are_the_records():
 
 
 def test_8p_the_host_bound_rungs_claims_are_the_records():
-    """8.P's reading: the same kernels at both sizes, the GPU busy far less of a call at B = 1, and the call
+    """8.P's reading: the same kernels at both sizes, the GPU busy far less of a call at B = 1, N = 256, and the call
     replayed as a CUDA graph faster."""
     b1, b64 = signatures(CASES["8.P"])
     assert b1.launch_kernels == b64.launch_kernels

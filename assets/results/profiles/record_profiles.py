@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from submissions.build import build, load
 
+from grader.chapters.ch08 import HOST_BOUND_SIZE
 from grader.harness.ceilings import ceilings
 from grader.profiling import recorded
 from grader.profiling.ncu import ProfileUnavailable, find_ncu, profile_notebook
@@ -84,8 +85,8 @@ DIAGNOSE_RUNGS = {
         ("solution", "ch07", "correct", "the row read twice from memory, two blocks of 1,024 threads per SM", None,
          False)]),
     "8b-host": ("8b", [
-        ("b1", "ch08", "correct", "the fused kernels of chapters 5, 6 and 7 at B = 1 (one sequence of 1,024 tokens)",
-         "[1, 1024, 512]", True),
+        ("b1", "ch08", "correct", "the fused kernels of chapters 5, 6 and 7 at B = 1, N = 256 (one short sequence)",
+         json.dumps(list(HOST_BOUND_SIZE)), True),
         ("b64", "ch08", "correct", "the same block at B = 64, the graded size", None, True)]),
 }
 
@@ -106,7 +107,7 @@ CHECKS = [
     # exercise 7.P (a): one block per SM on chip, two for the solution
     ("7a-occupancy", "on_chip", "theoretical_occupancy_pct", "<=", 50.0),
     ("7a-occupancy", "solution", "theoretical_occupancy_pct", ">=", 75.0),
-    # exercise 8.P: the GPU waits for the host at B = 1, hardly at B = 64
+    # exercise 8.P: the GPU waits for the host at B = 1, N = 256, hardly at B = 64
     ("8b-host", "b1", "gpu_busy_pct", "<=", 60.0), ("8b-host", "b64", "gpu_busy_pct", ">=", 80.0),
 ]
 # Between two rungs: (exercise, rung, attribute, comparison, the other rung). The next rung each diagnose case
@@ -198,7 +199,7 @@ def record_trace(notebook: Path, exercise: str, size: str | None, dest: Path) ->
                                                                                          os.environ.get("PYTHONPATH")]))})
     report = json.loads(dest.read_text()) if dest.is_file() else {}
     if done.returncode != 0 or report.get("outcome") != "ok":
-        print(f"FAILED trace of {dest.parent.name}/{dest.stem}: {report.get('message') or done.stderr[-400:]}", flush=True)
+        print(f"FAILED trace of {dest.parent.name}/{dest.name.split('.')[0]}: {report.get('message') or done.stderr[-400:]}", flush=True)
         return False
     t = report["trace"]
     print(f"traced {dest.parent.name}/{dest.name.split('.')[0]}: {t['call_us']:,.1f} us a call, GPU busy "
