@@ -42,6 +42,8 @@ def measure(out: Path, runs: int) -> None:
         exec(compile(cells[gid], gid, "exec"), ns)
     import torch
 
+    if not torch.cuda.is_available():
+        sys.exit("no GPU here: the reductions are timed on a GPU")
     record = json.loads(out.read_text()) if out.is_file() else {
         "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "n": 1 << 26, "runs": []}
     process = 1 + max((r["process"] for r in record["runs"]), default=0)
@@ -49,6 +51,8 @@ def measure(out: Path, runs: int) -> None:
         print(f"--- process {process}, run {run}", flush=True)
         started = time.perf_counter()
         exec(compile(cells["reduce-measure"], "reduce-measure", "exec"), ns)
+        if ns["rates"] is None:
+            sys.exit("nothing was measured (no GPU here?): the cell said why above")
         record["runs"].append({"process": process, "run": run, "seconds": round(time.perf_counter() - started, 2),
                                "rates": {k: round(v, 1) for k, v in ns["rates"].items()}})
         out.write_text(json.dumps(record, indent=1))
