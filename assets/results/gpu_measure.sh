@@ -60,7 +60,9 @@
 #                            load started outside the grader (exploits/containment/containment_gpu.sh; PARTS among
 #                            entry,check,grade,crowded)
 #   text-facts [PARTS]       the figures chapters 7 and 8 quote (notebooks/text-facts/run.sh, with its
-#                            softmax_traffic.py and host_bound_block.py)
+#                            softmax_traffic.py, host_bound_block.py and reduction_runs.py); `ladder,diagnose`
+#                            records the reduction ladder's runs and exercises 7.P and 8.P's profiles on an H200,
+#                            `check` runs nbval and `ladder check` of both chapters
 # Steps that write many files pack them into OUT/STEP.tar.gz as they go, so that a run cut short at its
 # time limit still brings back what it finished.
 set -uo pipefail

@@ -1,10 +1,13 @@
 """The recorded signature of every rung, profiled on an H100 (chapter 9's, for FP8, on an H200): what learners
 without a GPU, without
 Nsight Compute or without counter access see, and the rungs a learner's own profile is shown beside.
+Some diagnose exercises read rungs recorded on another GPU (assets/profiles/H200/), named by their case.
 
 Layout: assets/profiles/<GPU>/index.json (per exercise: the rungs in ladder order with a line on each,
-the size profiled, the GPU, ncu's version and the command that recorded them) and
-assets/profiles/<GPU>/<exercise>/<rung>.csv (ncu's raw CSV page of that rung's launch).
+the size profiled, the GPU, ncu's version and the command that recorded them),
+assets/profiles/<GPU>/<exercise>/<rung>.csv (ncu's raw CSV page of that rung's launch) and, for a rung
+recorded with its calls back to back under a device trace, <rung>.trace.json beside it
+(grader.profiling.timeline's report).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from ..errors import LadderError
 from .report import read_raw_csv
-from .signature import Signature, signature_from_rows
+from .signature import Signature, signature_from_rows, with_trace
 
 PROFILES = Path(__file__).resolve().parents[2] / "assets" / "profiles"
 GPU = "H100"
@@ -83,7 +86,9 @@ def load(exercise_key: str, rung: str, gpu: str | None = None) -> Signature:
     gpu = gpu or gpu_of(exercise_key)
     describe(exercise_key, rung, gpu)   # a clear error for an unknown rung
     path = PROFILES / gpu / exercise_key / f"{rung}.csv"
-    return signature_from_rows(read_raw_csv(path.read_text()), exercise_key, rung)
+    sig = signature_from_rows(read_raw_csv(path.read_text()), exercise_key, rung)
+    trace = path.with_suffix(".trace.json")
+    return with_trace(sig, json.loads(trace.read_text())["trace"]) if trace.is_file() else sig
 
 
 def _cell(v: float, fmt: str) -> str:
@@ -97,11 +102,26 @@ COLUMNS = (("DRAM%", "dram_pct", "{:.0f}"), ("L2 hit%", "l2_hit_pct", "{:.0f}"),
            ("tensor%", "tensor_pipe_pct", "{:.0f}"), ("us", "time_us", "{:,.0f}"))
 
 
-def table_rows(sigs: list[Signature]) -> list[list[str]]:
+# Shown only where a rung of the table has them: a launcher of several kernels, and calls traced back to back.
+LAUNCH_COLUMNS = (("kernels", "launch_kernels", "{}"), ("all us", "launch_time_us", "{:,.0f}"),
+                  ("all DRAM MB", "launch_dram_mb", "{:,.0f}"))
+TRACE_COLUMNS = (("call us", "call_us", "{:,.0f}"), ("GPU busy%", "gpu_busy_pct", "{:.0f}"),
+                 ("as a graph us", "graph_call_us", "{:,.0f}"))
+
+
+def columns(sigs: list[Signature]) -> tuple:
+    """COLUMNS, and the launch's and the trace's where any of `sigs` has them."""
+    extra = LAUNCH_COLUMNS if any(s.launch_kernels > 1 for s in sigs) else ()
+    if any(not math.isnan(s.gpu_busy_pct) for s in sigs):
+        extra += TRACE_COLUMNS
+    return COLUMNS + extra
+
+
+def table_rows(sigs: list[Signature], shown: tuple = COLUMNS) -> list[list[str]]:
     rows = []
     for s in sigs:
         stall = s.top_stalls[0][0] if s.top_stalls else "n/a"
-        rows.append([s.rung] + [_cell(getattr(s, attr), fmt) for _, attr, fmt in COLUMNS] + [stall])
+        rows.append([s.rung] + [_cell(getattr(s, attr), fmt) for _, attr, fmt in shown] + [stall])
     return rows
 
 
@@ -111,9 +131,13 @@ def table(exercise_key: str, gpu: str | None = None, extra: list[Signature] = ()
     gpu = gpu or gpu_of(exercise_key)
     names = list(only) or rungs(exercise_key, gpu)
     sigs = [load(exercise_key, r, gpu) for r in names] + list(extra)
-    head = ["rung"] + [c[0] for c in COLUMNS] + ["top stall"]
+    shown = columns(sigs)
+    head = ["rung"] + [c[0] for c in shown] + ["top stall"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(r) + " |" for r in table_rows(sigs)]
+    lines += ["| " + " | ".join(r) + " |" for r in table_rows(sigs, shown)]
     entry = index(gpu)["exercises"][exercise_key]
-    lines.append(f"\nRecorded on {entry['gpu']} at {entry['size']} with {index(gpu)['ncu']}.")
+    sizes = {r["rung"]: r.get("size") for r in entry["rungs"] if r["rung"] in names}
+    at = (entry["size"] if len(set(sizes.values())) <= 1
+          else "; ".join(f"{rung} at {size}" for rung, size in sizes.items()))
+    lines.append(f"\nRecorded on {entry['gpu']} at {at} with {index(gpu)['ncu']}.")
     return "\n".join(lines)
