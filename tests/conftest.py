@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import expected_skips  # noqa: E402  (tests/, put on the path just above)
+import parallel  # noqa: E402
 
 
 def _has_gpu() -> bool:
@@ -22,7 +23,20 @@ def _has_gpu() -> bool:
 HAS_GPU = _has_gpu()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Without a GPU, one worker process per core (tests/parallel.py says why and how)."""
+    parallel.choose_workers(config, HAS_GPU)
+
+
+def pytest_xdist_auto_num_workers(config):
+    return parallel.auto_workers()
+
+
+# tryfirst: the groups must be marked before xdist's worker reads them from the same hook
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    parallel.group_shared_work(items)
     if HAS_GPU:
         return
     from grader.cuda.gpu import gpu_or_reason
@@ -38,14 +52,15 @@ _SKIP_PROBLEMS: list[str] = []
 
 
 def pytest_runtest_logreport(report):
+    # With workers, this process (the controller) is handed every worker's reports here too.
     if report.skipped and not hasattr(report, "wasxfail"):
-        _SKIPPED[report.nodeid] = expected_skips.skip_reason(report)
+        _SKIPPED[parallel.plain_node_id(report.nodeid)] = expected_skips.skip_reason(report)
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Without a GPU, a run of the whole suite skips exactly the GPU-only tests of gpu_only_skips.txt."""
     config = session.config
-    if (HAS_GPU or config.option.collectonly or session.shouldfail or session.shouldstop
+    if (HAS_GPU or parallel.is_worker(config) or config.option.collectonly or session.shouldfail or session.shouldstop
             or exitstatus == pytest.ExitCode.INTERRUPTED or not expected_skips.whole_suite(config)):
         return
     _SKIP_PROBLEMS[:] = expected_skips.problems(_SKIPPED, expected_skips.expected())
@@ -181,3 +196,12 @@ def torch_kernel(fn):
 
     launcher.__name__ = name
     return launcher
+
+
+@pytest.fixture(scope="session")
+def graded_solution(request, tmp_path_factory):
+    """The chapter's solution notebook graded once per run by `ladder grade` (tests/solution_runs.py); the
+    chapter's folder is the parameter: `@pytest.mark.parametrize("graded_solution", [NAME], indirect=True)`."""
+    from solution_runs import grade_solution
+
+    return grade_solution(request.param, tmp_path_factory.mktemp(f"graded-{request.param}"))
