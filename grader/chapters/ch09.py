@@ -142,17 +142,25 @@ def quantize_reference(x: torch.Tensor):
     Per row and group of 128 columns (the last group of a row may be shorter): amax = the largest |x| of the
     group, NaN if the group holds one; scale = max(amax, AMAX_FLOOR) / 448 in fp32, correctly rounded; each
     code = e4m3(clamp(x / scale, -448, 448)), the division correctly rounded, the cast to nearest with ties to
-    even. Computed in fp32 from x's values (bf16 and fp16 values are exact in fp32). A group holding inf or NaN
-    gets a scale that is not finite (inf, or NaN): every code of it dequantizes to inf or NaN whatever it is, so
-    its codes are not compared. Scales are returned (groups, M): the layout 9b reads."""
-    xf = x.to(torch.float32)
+    even. A group holding inf or NaN gets a scale that is not finite (inf, or NaN): every code of it dequantizes
+    to inf or NaN whatever it is, so its codes are not compared. Scales are returned (groups, M): the layout 9b
+    reads.
+
+    Both divisions are done in float64 and rounded once to fp32: a quotient of fp32 numbers computed with 53 bits
+    and rounded to 24 is the correctly rounded fp32 quotient (53 >= 2 * 24 + 2), on any device. torch's own fp32
+    division is not always that: on a GPU, a tensor divided by a Python number is multiplied by the number's
+    reciprocal (ATen's div_true_kernel_cuda says it "may lose one bit"), and on an H200 half the scales of a
+    group of random bf16 rows came out one unit in the last place off that way
+    (assets/results/calibration/ch09-h200)."""
+    xf = x.to(torch.float64)                             # bf16, fp16 and fp32 values are exact in float64
     m, k = xf.shape
     g = groups(k)
     padded = torch.nn.functional.pad(xf, (0, g * GROUP - k)) if k % GROUP else xf
     blocks = padded.view(m, g, GROUP)
     amax = blocks.abs().amax(dim=-1)                     # NaN propagates (torch's max reductions do)
-    scale = amax.clamp_min(AMAX_FLOOR) / E4M3_MAX        # so does clamp: a NaN group keeps a NaN scale
-    scaled = (blocks / scale[..., None]).reshape(m, g * GROUP)[:, :k]
+    floor = torch.tensor(AMAX_FLOOR, dtype=torch.float32).item()   # the floor as fp32 holds it, as a kernel's is
+    scale = (amax.clamp_min(floor) / E4M3_MAX).to(torch.float32)   # clamp keeps NaN: a NaN group keeps a NaN scale
+    scaled = (blocks / scale.double()[..., None]).to(torch.float32).reshape(m, g * GROUP)[:, :k]
     # Clamped before the cast, so that the result does not depend on torch's own overflow rule: torch 2.11's
     # cast made values past 448 NaN, 2.12's saturates them (pytorch/pytorch pull request 178817).
     codes = scaled.clamp(-E4M3_MAX, E4M3_MAX).to(FP8)
@@ -160,10 +168,17 @@ def quantize_reference(x: torch.Tensor):
 
 
 def eager_quantize(x: torch.Tensor, out=None):
-    """What a PyTorch user writes: upcast, group amax, divide, clamp, cast, and the scales transposed: torch eager
-    runs each as kernels of its own."""
-    codes, scales, _ = quantize_reference(x)
-    return codes, scales
+    """What a PyTorch user writes, in fp32: upcast, group amax, divide, clamp, cast, and the scales transposed:
+    torch eager runs each as kernels of its own. The baseline 9a is timed against; the reference it is checked
+    against divides exactly (quantize_reference), which torch's division by a number on a GPU need not."""
+    xf = x.to(torch.float32)
+    m, k = xf.shape
+    g = groups(k)
+    padded = torch.nn.functional.pad(xf, (0, g * GROUP - k)) if k % GROUP else xf
+    blocks = padded.view(m, g, GROUP)
+    scale = blocks.abs().amax(dim=-1).clamp_min(AMAX_FLOOR) / E4M3_MAX
+    codes = (blocks / scale[..., None]).reshape(m, g * GROUP)[:, :k].clamp(-E4M3_MAX, E4M3_MAX).to(FP8)
+    return codes, scale.t().contiguous()
 
 
 def _quant_parts(size: QuantSize) -> tuple:

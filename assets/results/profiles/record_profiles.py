@@ -168,6 +168,7 @@ def main() -> int:
             entry["flops"] = entry["flops"] or prof.target.get("flops")
             print(f"profiled {key}/{rung}: {prof.main.kernel[:50]} {prof.main.time_us:,.1f} us", flush=True)
         index["exercises"][key] = entry
+        dest.mkdir(parents=True, exist_ok=True)   # where every rung failed, the index still says so
         (dest / "index.json").write_text(json.dumps(index, indent=1))
     recorded.PROFILES = args.out / "profiles"
     recorded.index.cache_clear()
