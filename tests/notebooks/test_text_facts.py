@@ -841,6 +841,12 @@ PROFILE_QUOTES = [
                                                    ("l2_hit_pct", "{:.0f}% of its loads hitting L2")]),
     ("08", "ncu-profile-md", "8b", "solution", [("time_us", "{:,.0f} µs"), ("tensor_pipe_pct", "pipe {:.0f}% busy")]),
     ("08", "ncu-profile-md", "8b", "unfused", [("time_us", "attention, {:,.0f} µs")]),
+    ("09", "profile-md", "9b", "solution", [("tensor_pipe_pct", "tensor pipe {:.0f}% busy"),
+                                            ("dram_pct", "DRAM at {:.0f}% of its peak"),
+                                            ("registers_per_thread", "{} registers a thread"),
+                                            ("time_us", "in {:,.0f} µs")]),
+    ("09", "profile-md", "9b", "fp16_tiles", [("tensor_pipe_pct", "about as busy, {:.0f}%"),
+                                              ("time_us", "for {:,.0f} µs")]),
 ]
 
 
@@ -905,6 +911,87 @@ def test_chapter_9_napkin_arithmetic_is_its_own():
     assert f"{flops / 1979e12 * 1e3:.3f} ms of tensor-core time" in text
     assert f"{moved / 3.35e12 * 1e3:.3f} ms of memory" in text
     assert f"{flops / 989e12 * 1e3:.3f} ms in fp16" in text
+
+
+CH09 = RESULTS / "ch09-h200"
+
+
+def ch09_runs(bars_file: str, bar: str, rung_ends: str) -> tuple[float, float]:
+    """The range of one rung's ten speedups for one bar, in a `ladder calibrate` record of chapter 9."""
+    (entry,) = [b for b in json.loads((CH09 / bars_file).read_text())["bars"] if b["key"] == bar]
+    (rung,) = [r for r in entry["rungs"] if r["label"].endswith(rung_ends)]
+    assert len(rung["speedups"]) == 10, rung["label"]
+    return span(rung["speedups"])
+
+
+def test_chapter_9_speed_texts_quote_the_ten_runs_and_the_bars_lie_between():
+    """quantize-speed-md and gemm-speed-md: each rung's range over its ten runs on the H200 (two decimals against
+    eager, three against a copy and against torch._scaled_mm), and the bars, each between the rungs it separates."""
+    assert "NVIDIA H200" in (CH09 / "gpu.txt").read_text()
+    text = chapter_cell("09", "quantize-speed-md")
+    assert "(`assets/results/calibration/ch09-h200`)" in text
+    sol_eager, sol_copy, two_eager, two_copy = [tuple(numbers(text, pattern)) for pattern in (
+        r"the solution above measured (\d+\.\d\d)-(\d+\.\d\d)× eager", r"eager and (0\.\d{3})-(0\.\d{3}) of a copy",
+        r"\(x read twice\), (\d+\.\d\d)-(\d+\.\d\d)×", r"\(x read twice\), [\d.]+-[\d.]+× and (0\.\d{3})-(0\.\d{3})")]
+    for quoted, (bar, rung), places in ((sol_eager, ("9a", "(solution)"), 2), (two_eager, ("9a", "(two_pass_9a)"), 2),
+                                        (sol_copy, ("9a-copy", "(solution)"), 3),
+                                        (two_copy, ("9a-copy", "(two_pass_9a)"), 3)):
+        measured = ch09_runs("bars-9a.json", bar, rung)
+        assert within(quoted, measured, places), f"{bar} {rung}: quoted {quoted}, the record {measured}"
+    (bar_9a, bar_copy) = numbers(text, r"\*\*([\d.]+)×\*\* eager and \*\*([\d.]+)\*\* of a copy")
+    assert bar_9a == BARS["9a"]["bar"] and bar_copy == BARS["9a-copy"]["bar"]
+    assert two_eager[1] < bar_9a < sol_eager[0] and two_copy[1] < bar_copy < sol_copy[0]
+
+    text = chapter_cell("09", "gemm-speed-md")
+    assert "(`assets/results/calibration/ch09-h200`)" in text
+    for pattern, rung in ((r"the solution measured (0\.\d{3})-(0\.\d{3})×", "(solution)"),
+                          (r"after every 32 of K, (0\.\d{3})-(0\.\d{3})×", "(every_step_9b)"),
+                          (r"converted to fp16, (0\.\d{3})-(0\.\d{3})×", "(fp16_mma_9b; refused by its FP8 count)")):
+        quoted, measured = tuple(numbers(text, pattern)), ch09_runs("bars-9b.json", "9b", rung)
+        assert within(quoted, measured, 3), f"9b {rung}: quoted {quoted}, the record {measured}"
+    (bar_9b,) = numbers(text, r"The bar is \*\*([\d.]+)×\*\*")
+    assert bar_9b == BARS["9b"]["bar"]
+    assert ch09_runs("bars-9b.json", "9b", "(every_step_9b)")[1] < bar_9b < ch09_runs("bars-9b.json", "9b", "(solution)")[0]
+
+
+def test_chapter_9_gemm_speed_md_quotes_one_check_and_the_spilling_tile():
+    """The TFLOP/s of one `ladder check` run (check-exact-division.json, its 9b speed report), and the 128 x 256
+    kernel's ratio on both paths of the exploit run, rounded."""
+    text = chapter_cell("09", "gemm-speed-md")
+    check = json.loads((CH09 / "check-exact-division.json").read_text())
+    (cell,) = [c for c in check["notebooks"][0]["cells"] if c["grade_id"] == "gemm-speed"]
+    report = cell["error"]["evalue"]
+    (yours, share, ceiling) = numbers(report, r"yours +[\d.]+ ms ± [\d.]+% +([\d,.]+) TFLOP/s +(\d+)% of this GPU's fp8 "
+                                              r"matmul ceiling \(torch._scaled_mm, e4m3\) \(([\d,.]+) TFLOP/s\)")
+    (cublas,) = numbers(report, r"torch._scaled_mm \(1x128, 128x128 scales\) +[\d.]+ ms ± [\d.]+% +([\d,.]+) TFLOP/s")
+    quoted = numbers(text, r"the solution reached ([\d,]+) TFLOP/s, (\d+)% of the FP8 ceiling measured beside it, and "
+                           r"`torch._scaled_mm` ([\d,]+) TFLOP/s")
+    assert quoted == [round(yours), share, round(cublas)] and round(100 * yours / ceiling) == share
+    ratios = numbers((CH09 / "exploits.txt").read_text(), r"ch09_9b_wide_tiles\]\s+in-kernel gemm-speed: below-bar: 9b ratio "
+                                                          r"([\d.]+) .*\n\s+isolated gemm-speed: below-bar: 9b ratio ([\d.]+)")
+    quoted = numbers(text, r"\(a correct kernel of that shape measured (0\.\d\d)-(0\.\d\d)× on the H200\)")
+    assert within(tuple(quoted), span(ratios), 2), (quoted, ratios)
+    assert "65,536 registers" in text and 2 * 128 * 256 == 65536
+
+
+def test_chapter_9_curve_md_is_the_accumulator_record():
+    """curve-md: the three curves of accumulator.json, each figure quoted as all three round it."""
+    data = json.loads((CH09 / "accumulator.json").read_text())
+    assert data["gpu"] == "NVIDIA H200" and len(data["curves"]) == 3
+    curves = data["curves"]
+    text = chapter_cell("09", "curve-md")
+    assert "(`assets/results/calibration/ch09-h200/accumulator.json`)" in text
+    first, last = numbers(text, r"grew from ([\d.]+) × 10<sup>−3</sup> at K = 512 to ([\d.]+) at K = 16,384")
+    assert all(c["k"][0] == 512 and c["k"][-1] == 16384 for c in curves)
+    assert {round(c["plain"][0] * 1e3, 1) for c in curves} == {first}
+    assert {round(c["plain"][-1], 3) for c in curves} == {last}
+    (slope,) = numbers(text, r"a slope of ([\d.]+);")
+    assert {round(s, 2) for s, _ in data["readings"]} == {slope}
+    low, high = numbers(text, r"stayed at ([\d.]+)-([\d.]+) × 10<sup>−4</sup> at every K")
+    promoted = [p * 1e4 for c in curves for p in c["promoted"]]
+    assert within((low, high), span(promoted), 1)
+    ratio_low, ratio_high = numbers(text, r"(\d+)-(\d+) times smaller at K = 16,384")
+    assert within((ratio_low, ratio_high), span(r for _, r in data["readings"]), 0)
 
 
 def test_chapter_7_profile_md_reads_the_l2_and_limiter_columns_of_the_recorded_rungs():
