@@ -627,6 +627,59 @@ def test_chapter_7_reduce_after_reads_the_ranges_as_bytes_in_flight():
     assert f"`torch.sum` held {min(torch_share):.0f}-{max(torch_share):.0f}% of the copy ceiling in every run" in text
 
 
+# ------------------------------------------------------------------------- the instructor's path, on an H200
+
+CONTAINMENT = ROOT / "assets" / "results" / "exploits" / "containment"
+
+
+def test_the_containment_figures_the_guides_quote_are_the_records():
+    """docs/isolation.md's figures for a speed timed beside another process's GPU load are the three `ladder check
+    --json` reports of crowded-h200/; the detached helper's verdict and `ps` after each path are detached-helper-h200/'s."""
+    isolation = flat((ROOT / "docs" / "isolation.md").read_text())
+    speeds = {}
+    for run in ("alone-isolated", "loaded-isolated", "loaded-in-kernel"):
+        report = json.loads((CONTAINMENT / "crowded-h200" / f"{run}.json").read_text())
+        (cell,) = [c for nb in report["notebooks"] for c in nb["cells"] if c["grade_id"] == "matmul-speed"]
+        speeds[run] = cell["speed"]
+    alone, isolated, in_kernel = speeds["alone-isolated"], speeds["loaded-isolated"], speeds["loaded-in-kernel"]
+    assert not alone["crowded"] and alone["remeasured_because"] is None
+    for s in (isolated, in_kernel):
+        assert s["crowded"] and s["remeasured_because"] == "crowded" and s["passed"]
+        (other,) = s["neighbours"]["others"]
+        assert other["sm_pct"] == 99
+    assert (f"5a's solution timed alone, {alone['ratio']}x, `crowded` false; beside a load of 8192-square matmuls "
+            f"started outside the grader, {isolated['ratio']}x isolated and {in_kernel['ratio']}x in the kernel, each "
+            "`crowded` true, measured again (`remeasured_because: crowded`), the load named by its pid at 99% of the "
+            "SMs") in isolation
+    found = (CONTAINMENT / "detached-helper-h200" / "containment.txt").read_text().splitlines()
+    assert len([line for line in found if line.endswith("(PASS)")]) == 5 and "FAIL" not in "\n".join(found)
+    for path in ("check-in-kernel", "check-isolated", "grade"):
+        assert "[stray-process]" in (CONTAINMENT / "detached-helper-h200" / f"{path}.txt").read_text()
+    assert "helper 13/15" in flat((CONTAINMENT / "detached-helper-h200" / "grade.txt").read_text())
+    assert "under `ladder grade` (13/15, every other cell full)" in isolation
+
+
+def test_the_calibration_the_instructors_guide_quotes_is_the_record():
+    """docs/instructors.md's account of `ladder calibrate` on an H200: its wall time and each bar's verdict and margins,
+    from keeps-bars-h200/."""
+    folder = RESULTS / "keeps-bars-h200"
+    record = json.loads((folder / "bars-override.json").read_text())
+    assert "H200" in record["gpu"] and record["runs"] == 10
+    bars = {b["key"]: b for b in record["bars"]}
+    (wall,) = numbers((folder / "time.txt").read_text(), r"wall_s=([\d.]+)")
+    guide = flat((ROOT / "docs" / "instructors.md").read_text())
+    assert f"`ladder calibrate --chapters 1 --runs 10` took {wall:.0f} s" in guide
+    assert bars["1a"]["kept"] and bars["1b"]["kept"] and not bars["1a-stretch"]["kept"]
+    margins = {key: re.findall(r"([\d.]+)% (?:under|above)", b["verdict"]) for key, b in bars.items()}
+    assert f"kept 1a's {bars['1a']['bar']:.2f}x ({margins['1a'][0]}% under its slowest run)" in guide
+    assert f"1b's {bars['1b']['bar']:.2f}x ({margins['1b'][0]}% and {margins['1b'][1]}%)" in guide
+    stretch = bars["1a-stretch"]
+    slowest = min(stretch["rungs"][0]["speedups"])
+    assert (f"1a-stretch's reported {stretch['bar']:.2f}x, {100 * (slowest / stretch['bar'] - 1):.1f}% under the "
+            f"solution's slowest run, to {stretch['proposed']:.2f}x") in guide
+    assert BARS["1a-stretch"]["bar"] == stretch["proposed"] and "keeps-bars-h200" in BARS["1a-stretch"]["calibration"]
+
+
 GPU_RECORD_PENDING = "GPU RECORD PENDING"
 
 
