@@ -129,6 +129,33 @@ def test_a_tree_that_keeps_forking_ends_whole(tmp_path):
         root.wait()
 
 
+def test_torchs_own_processes_end_with_the_tree_but_are_not_reported_as_the_learners(tmp_path):
+    """A tree as a notebook's kernel leaves it after chapter 8's `torch.compile` comparison: Inductor's compile-worker
+    pool (named by its path, with a worker below it, whose own command line does not name it) beside a process of
+    the learner's. end_tree ends all four and reports only the learner's: the notebook's report of what the
+    learner's code left running (`ladder check`'s "your code left N process(es) running") applies the rule the
+    stray-process check applies (processes.torchs_own)."""
+    mark = f"ladder-test-torchs-{tmp_path.name}"
+    pool = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', " \
+           "sys.argv[2] + '-worker'])\ntime.sleep(60)\n"
+    root = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", {pool!r}, "x/torch/_inductor/compile_worker/__main__.py", sys.argv[1]])
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", sys.argv[1] + "-learner"])
+        time.sleep(60)
+    """), mark])
+    try:
+        assert wait_for(lambda: len(marked(mark)) == 4), marked(mark)
+        learner = next(p.pid for p in processes.descendants(root.pid) if p.command(400).endswith(f"{mark}-learner"))
+        ended = processes.end_tree(root.pid, include_root=False)
+        assert len(ended) == 1 and ended[0].startswith(f"pid {learner} ("), ended
+        assert wait_for(lambda: marked(mark) == [root.pid], 5), "torch's processes must end all the same"
+    finally:
+        for pid in marked(mark):   # what this test started, by its own mark
+            os.kill(pid, 9)
+        root.wait()
+
+
 def test_a_process_is_read_from_proc_and_described_by_its_command_line():
     me = processes.read(os.getpid())
     assert me.pid == os.getpid() and me.ppid == os.getppid() and me.sid == os.getsid(0) and me.alive

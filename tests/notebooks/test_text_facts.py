@@ -555,14 +555,140 @@ def test_chapter_7_reduce_after_counts_what_its_code_keeps_in_flight():
             in text and f"{words[len(unrolled)]} of its {words[steps]}" in text)
 
 
-PENDING = "GPU RECORD PENDING"
+def reduction_script():
+    """assets/results/notebooks/text-facts/reduction_runs.py: the ladder's steps and the summary it prints."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reduction_runs", TEXT_FACTS_H200.parent / "reduction_runs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_reduction_summary_is_what_the_script_prints_from_the_runs(capsys):
+    """reduction-summary.txt, which marks the steps that held in every run, is the summary of reduction-runs.json."""
+    reduction_script().summary(REDUCTION_RUNS)
+    assert capsys.readouterr().out == (TEXT_FACTS_H200 / "reduction-summary.txt").read_text()
+
+
+# Each step of reduction_runs.STEPS as reduce-after words it
+STEP_WORDS = {"the first two fixes (sequential addressing over interleaved, divergent)":
+              "sequential addressing over the divergent version",
+              "sequential addressing over interleaved with bank conflicts":
+              "sequential addressing over interleaved with bank conflicts",
+              "the first add during load": "the first add during load",
+              "the last warp unrolled": "the unrolled last warp",
+              "shuffles + atomics over sequential addressing": "shuffles and atomics over sequential addressing",
+              "the butterfly over __shfl_down_sync": "the butterfly over `__shfl_down_sync`",
+              "torch.sum over shuffles + atomics": "`torch.sum` over shuffles and atomics"}
+COUNTS = {2: "two", 3: "three", 10: "ten"}
+
+
+def test_chapter_7_reduce_after_states_a_step_as_a_gain_only_where_it_held_in_every_run():
+    """Each step of the ladder is quoted as the range of its ratio within a run, over every run; the text calls a
+    step faster only where it was faster in every run, and says of each other step that it was not."""
+    runs = reduction_runs()
+    record = json.loads(REDUCTION_RUNS.read_text())
+    steps = reduction_script().STEPS
+    assert {label for label, _, _ in steps} == set(STEP_WORDS)
+    text = chapter_cell("07", "reduce-after")
+    processes = len({r["process"] for r in record["runs"]})
+    assert f"{COUNTS[len(runs)]} runs of the cell above in {COUNTS[processes]} processes" in text
+    held_words, others_words = text.split("Every other step was faster in some runs and slower in others")
+    held_words = held_words[held_words.index("steps were faster in all"):]
+    others_words = others_words[:others_words.index("Read them against")]
+    held = []
+    for label, high, low in steps:
+        ratios = [run[high] / run[low] for run in runs]
+        quoted = f"{STEP_WORDS[label]} ({min(ratios):.2f}-{max(ratios):.2f}×)"
+        assert quoted in (held_words if min(ratios) > 1 else others_words), quoted
+        held += [label] if min(ratios) > 1 else []
+    assert f"{COUNTS[len(held)].capitalize()} steps were faster in all {COUNTS[len(runs)]} runs" in text
+
+
+def test_chapter_7_reduce_after_reads_the_ranges_as_bytes_in_flight():
+    """The reading of the ranges: the trees' best run against the H200's copy ceiling (chapter 2's record), the bytes
+    the shuffle versions' grid keeps in flight on an SM, and torch.sum's share of the ceiling in every run."""
+    runs = reduction_runs()
+    text = chapter_cell("07", "reduce-after")
+    source = chapter_cell("07", "reduce-src")
+    trees = ("interleaved, divergent", "interleaved, bank conflicts", "sequential addressing", "first add during load",
+             "last warp unrolled")
+    best_tree = max(run[name] for run in runs for name in trees)
+    copy = H200["copy_gbps"]
+    assert f"No tree version passed {best_tree:,.0f} GB/s in any run, about a third of the copy ceiling" in text
+    assert 0.3 < best_tree / copy < 0.37 and f"recorded on an H200 ({copy:,.0f} GB/s)" in text
+    (blocks_per_sm,) = re.findall(r"blocks = (\d+) \* session\.gpu\.sm_count", source)
+    threads = int(blocks_per_sm) * 256
+    assert "atomic_sum(kernel)" in source and "kernel((blocks,), (256,)" in source
+    assert (f"a grid of {['', 'one', 'two', 'three', 'four'][int(blocks_per_sm)]} blocks of 256 threads per SM "
+            f"(`atomic_sum`), {threads:,} threads with 16 bytes each: {threads * 16 // 1024} KiB on an SM") in text
+    torch_share = [100 * run["torch.sum"] / copy for run in runs]
+    assert f"`torch.sum` held {min(torch_share):.0f}-{max(torch_share):.0f}% of the copy ceiling in every run" in text
+
+
+# ------------------------------------------------------------------------- the instructor's path, on an H200
+
+CONTAINMENT = ROOT / "assets" / "results" / "exploits" / "containment"
+
+
+def test_the_containment_figures_the_guides_quote_are_the_records():
+    """docs/isolation.md's figures for a speed timed beside another process's GPU load are the three `ladder check
+    --json` reports of crowded-h200/; the detached helper's verdict and `ps` after each path are detached-helper-h200/'s."""
+    isolation = flat((ROOT / "docs" / "isolation.md").read_text())
+    speeds = {}
+    for run in ("alone-isolated", "loaded-isolated", "loaded-in-kernel"):
+        report = json.loads((CONTAINMENT / "crowded-h200" / f"{run}.json").read_text())
+        (cell,) = [c for nb in report["notebooks"] for c in nb["cells"] if c["grade_id"] == "matmul-speed"]
+        speeds[run] = cell["speed"]
+    alone, isolated, in_kernel = speeds["alone-isolated"], speeds["loaded-isolated"], speeds["loaded-in-kernel"]
+    assert not alone["crowded"] and alone["remeasured_because"] is None
+    for s in (isolated, in_kernel):
+        assert s["crowded"] and s["remeasured_because"] == "crowded" and s["passed"]
+        (other,) = s["neighbours"]["others"]
+        assert other["sm_pct"] == 99
+    assert (f"5a's solution timed alone, {alone['ratio']}x, `crowded` false; beside a load of 8192-square matmuls "
+            f"started outside the grader, {isolated['ratio']}x isolated and {in_kernel['ratio']}x in the kernel, each "
+            "`crowded` true, measured again (`remeasured_because: crowded`), the load named by its pid at 99% of the "
+            "SMs") in isolation
+    found = (CONTAINMENT / "detached-helper-h200" / "containment.txt").read_text().splitlines()
+    assert len([line for line in found if line.endswith("(PASS)")]) == 5 and "FAIL" not in "\n".join(found)
+    for path in ("check-in-kernel", "check-isolated", "grade"):
+        assert "[stray-process]" in (CONTAINMENT / "detached-helper-h200" / f"{path}.txt").read_text()
+    assert "helper 13/15" in flat((CONTAINMENT / "detached-helper-h200" / "grade.txt").read_text())
+    assert "under `ladder grade` (13/15, every other cell full)" in isolation
+
+
+def test_the_calibration_the_instructors_guide_quotes_is_the_record():
+    """docs/instructors.md's account of `ladder calibrate` on an H200: its wall time and each bar's verdict and margins,
+    from keeps-bars-h200/."""
+    folder = RESULTS / "keeps-bars-h200"
+    record = json.loads((folder / "bars-override.json").read_text())
+    assert "H200" in record["gpu"] and record["runs"] == 10
+    bars = {b["key"]: b for b in record["bars"]}
+    (wall,) = numbers((folder / "time.txt").read_text(), r"wall_s=([\d.]+)")
+    guide = flat((ROOT / "docs" / "instructors.md").read_text())
+    assert f"`ladder calibrate --chapters 1 --runs 10` took {wall:.0f} s" in guide
+    assert bars["1a"]["kept"] and bars["1b"]["kept"] and not bars["1a-stretch"]["kept"]
+    margins = {key: re.findall(r"([\d.]+)% (?:under|above)", b["verdict"]) for key, b in bars.items()}
+    assert f"kept 1a's {bars['1a']['bar']:.2f}x ({margins['1a'][0]}% under its slowest run)" in guide
+    assert f"1b's {bars['1b']['bar']:.2f}x ({margins['1b'][0]}% and {margins['1b'][1]}%)" in guide
+    stretch = bars["1a-stretch"]
+    slowest = min(stretch["rungs"][0]["speedups"])
+    assert (f"1a-stretch's reported {stretch['bar']:.2f}x, {100 * (slowest / stretch['bar'] - 1):.1f}% under the "
+            f"solution's slowest run, to {stretch['proposed']:.2f}x") in guide
+    assert BARS["1a-stretch"]["bar"] == stretch["proposed"] and "keeps-bars-h200" in BARS["1a-stretch"]["calibration"]
+
+
+GPU_RECORD_PENDING = "GPU RECORD PENDING"
 
 
 @pytest.mark.parametrize("path", [*SOLUTIONS, *RELEASED], ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_figure_is_left_waiting_for_a_gpu_record(path):
-    """A figure that needs a GPU run not yet recorded is marked PENDING in the text; it must not ship."""
+    """A figure that needs a GPU run not yet recorded is marked GPU RECORD PENDING in the text; it must not ship."""
     text = " ".join(cells(path).values())
-    assert PENDING not in text, f"{path.relative_to(ROOT)} still waits for a GPU record: {text[text.index(PENDING):][:200]}"
+    assert GPU_RECORD_PENDING not in text, (
+        f"{path.relative_to(ROOT)} still waits for a GPU record: {text[text.index(GPU_RECORD_PENDING):][:200]}")
 
 
 def test_chapter_7a_dram_bytes_and_times_are_the_text_facts_record():
