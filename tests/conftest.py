@@ -29,8 +29,14 @@ def pytest_cmdline_main(config):
     parallel.choose_workers(config, HAS_GPU)
 
 
+@pytest.hookimpl(optionalhook=True)   # an xdist hook: `-p no:xdist` runs the suite in one process
 def pytest_xdist_auto_num_workers(config):
     return parallel.auto_workers()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    return parallel.make_scheduler(config, log)
 
 
 # tryfirst: the groups must be marked before xdist's worker reads them from the same hook
@@ -54,7 +60,7 @@ _SKIP_PROBLEMS: list[str] = []
 def pytest_runtest_logreport(report):
     # With workers, this process (the controller) is handed every worker's reports here too.
     if report.skipped and not hasattr(report, "wasxfail"):
-        _SKIPPED[parallel.plain_node_id(report.nodeid)] = expected_skips.skip_reason(report)
+        _SKIPPED[report.nodeid] = expected_skips.skip_reason(report)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -113,10 +119,24 @@ def _fresh_tamper_watch():
     yield
 
 
+@pytest.fixture(scope="session")
+def _ptxas_reports(tmp_path_factory) -> Path:
+    """One folder of ptxas's reports for the whole run, its workers included: a report is a function of the PTX,
+    the target and the assembler alone (grader.cuda.resources.assemble_report), and assembling a spilling sm_75
+    kernel again costs seconds."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if parallel.is_worker_process() else base) / "ptxas-reports"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    # Ceilings measured by one test must not leak into a learner's cache, nor bars overrides between tests.
-    monkeypatch.setenv("LADDER_CACHE_DIR", str(tmp_path / "cache"))
+def _isolated_cache(tmp_path_factory, monkeypatch, _ptxas_reports):
+    # Ceilings measured by one test must not leak into a learner's cache, nor bars overrides between tests; the
+    # ptxas reports kept there are the run's. Beside the test's tmp_path, not in it: tests list their tmp_path.
+    cache = tmp_path_factory.mktemp("ladder-cache")
+    monkeypatch.setenv("LADDER_CACHE_DIR", str(cache))
+    (cache / "ptxas-reports").symlink_to(_ptxas_reports, target_is_directory=True)
     monkeypatch.delenv("LADDER_BARS", raising=False)
 
 

@@ -102,7 +102,7 @@ def test_exercises_are_timed_where_the_notebook_says():
     assert ch05.SPLIT_K.speed_size() == (512, 512, 65536) and ch05.SPLIT_K.key == "5a"
     assert ch05.MATMUL.ceiling == ch05.FUSED.ceiling == "fp16_tflops"
     assert ch05.MATMUL.flops((2, 3, 5)) == 60 and ch05.FUSED.flops((2, 3, 5)) == 60
-    assert all(s[0] * s[1] * s[2] <= ch05.CPU_MAX_WORK for s in ch05.MATMUL.cpu_sizes + ch05.FUSED.cpu_sizes)
+    assert all(ch05.interpreter_work(s) <= ch05.CPU_MAX_WORK for s in ch05.MATMUL.cpu_sizes + ch05.FUSED.cpu_sizes)
 
 
 def test_inputs_are_scaled_so_outputs_are_order_one():
@@ -192,9 +192,10 @@ def test_5b_allowance_still_refuses_fp16_accumulation_and_bf16_inputs():
 
 def test_cpu_skips_sizes_too_large_for_the_interpreter(capsys, monkeypatch):
     monkeypatch.setattr(ch05, "has_gpu", lambda: False)
-    kept = ch05._sizes_for_here(ch05.MATMUL, [(1, 1, 1), (4096, 4096, 1), (31, 33, 35)])
-    assert kept == [(1, 1, 1), (31, 33, 35)]
-    assert "1 size(s) too large" in capsys.readouterr().out
+    kept = ch05._sizes_for_here(ch05.MATMUL, [(1, 1, 1), (4096, 4096, 1), (31, 33, 35), (1, 3000, 1000),
+                                              (127, 129, 257)])
+    assert kept == [(1, 1, 1), (31, 33, 35), (127, 129, 257)]   # one row across 3000 columns: 47 programs of 16 K steps
+    assert "2 size(s) too large" in capsys.readouterr().out
     assert ch05._sizes_for_here(ch05.MATMUL, [(4096, 4096, 4096)]) == list(ch05.MATMUL.cpu_sizes)
     assert ch05._sizes_for_here(ch05.MATMUL, None) is None
 
