@@ -163,13 +163,21 @@ def adopted(exclude: set[int] = frozenset()) -> list[Proc]:
     return [p for p in children(os.getpid()) if p.sid != own and p.pid not in exclude]
 
 
-def end_tree(root: int, include_root: bool = True) -> list[str]:
+def end_tree(root: int, include_root: bool = True, started: int | None = None) -> list[str]:
     """End `root`'s tree (without `root` itself unless `include_root`): every process in it stopped first, round
     after round until a round finds none it had not stopped, then killed; this process's own children among
     them reaped. Returns the processes ended that were alive (not zombies) and not torch's own (`torchs_own`:
-    ended quietly), described as they were before (`Proc.describe`), the root first where included."""
+    ended quietly), described as they were before (`Proc.describe`), the root first where included.
+
+    `started`: the root's start time (Proc.started), for a root that is not this process's child: once another
+    process has reaped it, its number may be given to a new process of anyone's, which must be left alone (on a
+    busy machine a verifier's number was given again within seconds, and the new process was killed)."""
     if not supported():
         return []
+    if started is not None:
+        now = read(root)
+        if now is None or now.started != started:
+            return []   # ended and reaped: what it left below it went to the subreaper above it
     stopped: dict[int, Proc] = {}
     described: dict[int, str] = {}
     for _ in range(STOP_ROUNDS):

@@ -161,3 +161,22 @@ def test_a_process_is_read_from_proc_and_described_by_its_command_line():
     assert me.pid == os.getpid() and me.ppid == os.getppid() and me.sid == os.getsid(0) and me.alive
     assert "python" in me.describe() and me.describe().startswith(f"pid {os.getpid()} (")
     assert processes.read(2 ** 22 + 1) is None   # past the kernel's largest pid: no such process
+
+
+def test_a_root_known_by_its_start_time_is_left_alone_once_its_number_is_anothers():
+    """A verifier is the fork server's child, reaped there: by the time the asking process ends its tree, its number
+    may belong to a new process of anyone's. Known by its start time, such a root is left alone."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "kernel-ladder-number-given-again"])
+    try:
+        # Popen returns while the child may still be replacing itself with the new program (an empty command line)
+        assert wait_for(lambda: other.pid in marked("kernel-ladder-number-given-again"))
+        proc = processes.read(other.pid)
+        assert processes.end_tree(other.pid, started=proc.started + 1) == []
+        assert other.poll() is None, "a process that only shares the number was ended"
+        ended = processes.end_tree(other.pid, started=proc.started)
+        assert len(ended) == 1 and "kernel-ladder-number-given-again" in ended[0]
+        after = processes.read(other.pid)
+        assert after is None or not after.alive   # killed (and reaped, where end_tree got to it first)
+    finally:
+        other.kill()
+        other.wait()
