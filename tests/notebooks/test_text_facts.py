@@ -1093,6 +1093,7 @@ def test_chapter_9_gemm_speed_md_quotes_one_check_and_the_spilling_tile():
     quoted = numbers(text, r"the solution reached ([\d,]+) TFLOP/s, (\d+)% of the FP8 ceiling measured beside it, and "
                            r"`torch._scaled_mm` ([\d,]+) TFLOP/s")
     assert quoted == [round(yours), share, round(cublas)] and round(100 * yours / ceiling) == share
+    # The record's entry of that shape, ch09_9b_wide_tiles, is ch09_9b_deep_k_tiles now, at 128 x 128.
     ratios = numbers((CH09 / "exploits.txt").read_text(), r"ch09_9b_wide_tiles\]\s+in-kernel gemm-speed: below-bar: 9b ratio "
                                                           r"([\d.]+) .*\n\s+isolated gemm-speed: below-bar: 9b ratio ([\d.]+)")
     quoted = numbers(text, r"\(a correct kernel of that shape measured (0\.\d\d)-(0\.\d\d)× on the H200\)")
