@@ -291,7 +291,9 @@ GPU_CELLS = ("wmma-visible", "wmma-hidden", "wmma-speed", "mma-visible", "mma-hi
 @pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
 @pytest.mark.parametrize("graded_solution", ["04_tensor_cores"], indirect=True)
 def test_solution_on_a_cpu_earns_the_napkin_and_tensor_core_points(graded_solution):
-    """The solution as `ladder grade` graded it once for the whole run (tests/solution_runs.py)."""
+    """The solution as `ladder grade` graded it once for the whole run (tests/solution_runs.py).
+    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for the chapter's grading, which it then pays
+    for: `ladder grade` of one notebook, with nbgrader, a kernel and the isolated checks in Triton's interpreter."""
     code, nb, cells = graded_solution.as_check()
     assert code == 0 and nb["error"] is None and nb["nothing_lost"]   # only unchecked points: ladder check exits 0
     for gid in CPU_CELLS:
@@ -476,8 +478,8 @@ MMA_SNIPPETS = (
     "copy_next(stage);",
 )
 def _gpu_script_variants() -> dict:
-    """The variants the GPU script tries (assets/results/calibration/top-rungs/ch04_gpu.py's VARIANTS), as #define changes:
-    the script's own list, so that what is compiled and emulated here is what the GPU times."""
+    """The variants the GPU script tries (assets/results/calibration/top-rungs/ch04_gpu.py's VARIANTS), as #define
+    changes: the script's own list, so that what is compiled and emulated here is what the GPU times."""
     spec = importlib.util.spec_from_file_location("ch04_gpu", ROOT / "assets/results/calibration/top-rungs/ch04_gpu.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

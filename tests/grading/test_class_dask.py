@@ -33,6 +33,8 @@ def _journal(db) -> dict[str, dict]:
 
 
 def test_a_dead_worker_has_its_student_graded_again_and_a_serial_killer_is_given_up(tmp_path):
+    """About 50 s on 2 cores: a class graded on a Dask cluster whose workers are killed mid-grading, so that students
+    are graded again."""
     subs = make_class(tmp_path / "subs", {"correct": "correct", "once": "worker_killer_once",
                                           "always": "worker_killer"})
     marks = tmp_path / "marks"
@@ -57,7 +59,8 @@ def test_a_dead_worker_has_its_student_graded_again_and_a_serial_killer_is_given
 def test_a_killed_run_keeps_its_grades_the_next_run_grades_only_the_rest_and_a_changed_submission_again(tmp_path):
     """Three runs of one class: the first killed after its first recorded student, the second grading only
     the rest, the third only the student whose submission changed since. One class for the three, since
-    each grading of a student costs seconds of CPU."""
+    each grading of a student costs seconds of CPU.
+    About 60 to 100 s on 2 cores."""
     subs = make_class(tmp_path / "subs", {name: name for name in CPU_SCORES})
     ws = tmp_path / "ws"
     env = dict(os.environ, **CLASS_ENV, LADDER_CACHE_DIR=str(tmp_path / "cache"))

@@ -36,6 +36,8 @@ def two_runs(tmp_path_factory, postgres_url):  # noqa: F811
 
 
 def test_two_runs_at_once_record_every_student_in_one_postgres_gradebook(two_runs, postgres_url):  # noqa: F811
+    """Pays for the module's two concurrent `ladder grade` runs (50 to 70 s on 2 cores: two Dask clusters grading a
+    class between them), which the module's other tests read."""
     tmp, outcomes = two_runs
     for code, out in outcomes.values():
         assert code == 0, out[-3000:]

@@ -84,6 +84,9 @@ def _cells(ws, student) -> dict:
 
 
 def test_every_student_gets_exactly_the_points_of_the_exercises_they_did_not_break(graded):
+    """The first of the module's tests to ask for the class's grading pays for it (60 to 120 s on 2 cores: nine
+    students, each a notebook's kernel and its isolated checks, on two Dask workers); the module's other tests read the
+    same grading."""
     ws, proc = graded
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     expected = GPU_SCORES if HAS_GPU else CPU_SCORES
