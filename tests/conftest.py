@@ -221,7 +221,9 @@ def torch_kernel(fn):
 @pytest.fixture(scope="session")
 def graded_solution(request, tmp_path_factory):
     """The chapter's solution notebook graded once per run by `ladder grade` (tests/solution_runs.py); the
-    chapter's folder is the parameter: `@pytest.mark.parametrize("graded_solution", [NAME], indirect=True)`."""
+    chapter's folder is the parameter: `@pytest.mark.parametrize("graded_solution", [NAME], indirect=True)`.
+    The first test to ask for a chapter's grading pays for it, 20 to 60 s on 2 cores: `ladder grade` of one
+    notebook, with nbgrader, a kernel and the isolated checks in Triton's interpreter."""
     from solution_runs import grade_solution
 
     return grade_solution(request.param, tmp_path_factory.mktemp(f"graded-{request.param}"))

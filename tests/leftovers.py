@@ -42,7 +42,9 @@ def daemons_leave_this_process():
     worker) a check run later in the same process would judge as processes the learner's call started."""
     import ctypes
 
-    PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+    from grader.processes import PR_SET_CHILD_SUBREAPER
+
+    PR_GET_CHILD_SUBREAPER = PR_SET_CHILD_SUBREAPER + 1   # linux/prctl.h
     libc = ctypes.CDLL(None, use_errno=True)
     flag = ctypes.c_int(0)
     was = libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value

@@ -324,8 +324,7 @@ def _check_json(*notebooks, timeout=1800):
 def test_notebooks_on_a_cpu(tmp_path, graded_solution):
     """The solution as `ladder grade` graded it once for the whole run (tests/solution_runs.py); the released
     notebook and a wrong student through `ladder check`.
-    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for the chapter's grading, which it then pays
-    for: `ladder grade` of one notebook, with nbgrader, a kernel and the isolated checks in Triton's interpreter."""
+    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for that grading (graded_solution says why)."""
     wrong = build("ch02", "02_coalescing", "wrong", tmp_path / "wrong.ipynb")
     reports = _check_json(RELEASED, wrong)
     released, student = reports[str(RELEASED)], reports[str(wrong)]

@@ -292,8 +292,7 @@ GPU_CELLS = ("wmma-visible", "wmma-hidden", "wmma-speed", "mma-visible", "mma-hi
 @pytest.mark.parametrize("graded_solution", ["04_tensor_cores"], indirect=True)
 def test_solution_on_a_cpu_earns_the_napkin_and_tensor_core_points(graded_solution):
     """The solution as `ladder grade` graded it once for the whole run (tests/solution_runs.py).
-    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for the chapter's grading, which it then pays
-    for: `ladder grade` of one notebook, with nbgrader, a kernel and the isolated checks in Triton's interpreter."""
+    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for that grading (graded_solution says why)."""
     code, nb, cells = graded_solution.as_check()
     assert code == 0 and nb["error"] is None and nb["nothing_lost"]   # only unchecked points: ladder check exits 0
     for gid in CPU_CELLS:

@@ -467,8 +467,7 @@ def test_the_hopper_kernel_compiles_for_sm90_to_tma_copies_and_wgmma_in_the_coun
 @pytest.mark.parametrize("graded_solution", ["05_triton_matmul"], indirect=True)
 def test_solution_on_cpu_passes_correctness_in_the_interpreter_and_reports_no_gpu_for_speed(graded_solution):
     """The solution as `ladder grade` graded it once for the whole run (tests/solution_runs.py).
-    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for the chapter's grading, which it then pays
-    for: `ladder grade` of one notebook, with nbgrader, a kernel and the isolated checks in Triton's interpreter."""
+    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for that grading (graded_solution says why)."""
     code, nb, cells = graded_solution.as_check()
     assert code == 0 and nb["error"] is None and nb["nothing_lost"]   # only unchecked points: ladder check exits 0
     for gid, c in cells.items():

@@ -481,8 +481,7 @@ def test_solution_kernels_compile_for_sm80_and_sm90_without_a_gpu():
 @pytest.mark.parametrize("graded_solution", ["06_flash_attention"], indirect=True)
 def test_solution_on_cpu_grades_correctness_and_says_no_gpu_for_speed_and_memory(graded_solution):
     """The solution as `ladder grade` graded it once for the whole run (tests/solution_runs.py).
-    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for the chapter's grading, which it then pays
-    for: `ladder grade` of one notebook, with nbgrader, a kernel and the isolated checks in Triton's interpreter."""
+    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for that grading (graded_solution says why)."""
     code, nb, cells = graded_solution.as_check()
     assert code == 0 and nb["error"] is None and nb["nothing_lost"]   # only unchecked points: ladder check exits 0
     for gid in ("napkin-test", "tiled-test", "attention-visible", "attention-hidden", "diagnose-test",

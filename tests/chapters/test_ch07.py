@@ -316,8 +316,7 @@ def test_solution_and_students_under_the_triton_interpreter():
 @pytest.mark.parametrize("graded_solution", ["07_reductions"], indirect=True)
 def test_solution_on_cpu_grades_what_a_cpu_can_and_says_no_gpu_for_the_rest(graded_solution):
     """The solution as `ladder grade` graded it once for the whole run (tests/solution_runs.py).
-    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for the chapter's grading, which it then pays
-    for: `ladder grade` of one notebook, with nbgrader, a kernel and the isolated checks in Triton's interpreter."""
+    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for that grading (graded_solution says why)."""
     code, nb, cells = graded_solution.as_check()
     assert code == 0 and nb["error"] is None and nb["nothing_lost"]   # only unchecked points: ladder check exits 0
     for gid in ("napkin-test", "combine-test", "occupancy-test", "norm-visible", "norm-hidden", "diagnose-test"):
