@@ -179,7 +179,7 @@ def _run_kernel(request: Launch, base: list[str]) -> None:
     for the interpreter's teardown of its modules. Why: a kernel that imported torch spends about a second of CPU
     tearing torch's modules down after its shutdown reply (0.2 s without torch), a second the notebook's run waits
     for; the exit does everything else an interpreter's exit does, in its order: the threads still running are
-    waited for, the atexit functions run (a learner's among them), and the streams are flushed."""
+    waited for, the atexit functions run (a learner's among them), and every open file's buffer is written."""
     import atexit
     import runpy
     import traceback
@@ -200,12 +200,23 @@ def _run_kernel(request: Launch, base: list[str]) -> None:
                 thread.join()
         atexit._run_exitfuncs()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:   # a stream already closed: nothing is left to write
-                pass
+        _flush_open_files()
         os._exit(code)
+
+
+def _flush_open_files() -> None:
+    """Write out what every file object still open holds in its buffer, as the interpreter's teardown does when it
+    closes them: a learner's cell that wrote to a file it never closed finds the whole file after `ladder check`."""
+    import gc
+    import io
+
+    for obj in gc.get_objects():
+        if isinstance(obj, (io.BufferedIOBase, io.TextIOBase)):
+            try:
+                if not obj.closed:
+                    obj.flush()
+            except Exception:   # a stream that cannot be written any more: nothing is left to write
+                pass
 
 
 def _exit_code(exc: SystemExit) -> int:

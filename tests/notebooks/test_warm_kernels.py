@@ -110,9 +110,12 @@ def test_a_process_that_adopts_nothing_starts_its_kernels_the_usual_way(tmp_path
 
 def test_a_forked_kernel_shut_down_runs_its_atexit_functions_and_exits_cleanly(tmp_path, subreaper):
     """A forked kernel skips only the interpreter's teardown of its modules at exit (about a second of CPU once torch is
-    imported): a learner's atexit function still runs, and the status is 0."""
+    imported): a learner's atexit function still runs, a file left open is written out, and the status is 0."""
     mark = tmp_path / "atexit.txt"
-    code = f"import atexit, torch\natexit.register(lambda: open({str(mark)!r}, 'w').write('ran'))"
+    unclosed = tmp_path / "unclosed.txt"
+    code = (f"import atexit, torch\natexit.register(lambda: open({str(mark)!r}, 'w').write('ran'))\n"
+            # held where IPython's own exit does not let go of it (it clears the notebook's names, closing their files)
+            f"import sys\nsys.kept_by_learner = open({str(unclosed)!r}, 'w')\nsys.kept_by_learner.write('buffered')")
     nb = new_notebook(cells=[new_code_cell(code)])
     client = NotebookClient(nb, kernel_name="python3", kernel_manager_class=warm_kernels.WarmKernelManager,
                             timeout=60, resources={"metadata": {"path": str(tmp_path)}})
@@ -122,3 +125,4 @@ def test_a_forked_kernel_shut_down_runs_its_atexit_functions_and_exits_cleanly(t
         assert isinstance(process, warm_kernels.ForkedKernel)
     assert process.returncode == 0
     assert mark.read_text() == "ran"
+    assert unclosed.read_text() == "buffered", "a file the learner never closed is written out, as at any exit"
