@@ -106,13 +106,17 @@ def _serve(sock: socket.socket) -> Launch | None:
         ready_r, ready_w = os.pipe()
         middle = os.fork()
         if middle == 0:   # the child that forks the kernel and exits, so that the kernel is adopted
-            os.close(ready_r)
-            kernel = os.fork()
-            if kernel == 0:
-                sock.close()
-                return _adopted(request, fds, middle_pid=os.getppid(), ready=ready_w)
-            os.write(ready_w, kernel.to_bytes(4, "little"))
-            os._exit(0)
+            kernel = -1
+            try:
+                os.close(ready_r)
+                kernel = os.fork()
+            finally:
+                if kernel != 0:   # this child, whatever happened: never back into the server's loop
+                    if kernel > 0:
+                        os.write(ready_w, kernel.to_bytes(4, "little"))
+                    os._exit(0 if kernel > 0 else 1)
+            sock.close()
+            return _adopted(request, fds, middle_pid=os.getppid(), ready=ready_w)
         os.close(ready_w)
         for fd in fds:
             os.close(fd)
