@@ -28,11 +28,13 @@ it is ended.
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import signal
 import socket
 import struct
+import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -81,6 +83,39 @@ def receive(sock: socket.socket, with_fd: bool = False):
         data += chunk
     obj = pickle.loads(data)
     return (obj, fds[0] if fds else None) if with_fd else obj
+
+
+class Started:
+    """The asking process's handle on a fork server of its own (this one, or grader.notebooks.warm_kernels'):
+    `python [OPTIONS] -m MODULE FD` in a session of its own, with the other end of a socket pair, ready once it says
+    so; ended at this process's exit, or sooner by `close`."""
+
+    def __init__(self, module: str, env: dict, cwd: str | None = None, options: tuple[str, ...] = ()):
+        mine, theirs = socket.socketpair()
+        self.proc = subprocess.Popen([sys.executable, *options, "-m", module, str(theirs.fileno())],
+                                     pass_fds=(theirs.fileno(),), env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        theirs.close()
+        self.sock = mine
+        # Why: left to the interpreter's end, the server's Popen and socket were collected while it still ran, and
+        # every `ladder grade` on one GPU ended with two ResourceWarnings on its stderr. Closing our end is what
+        # ends the server (it returns on EOF).
+        atexit.register(self.close)
+        if receive(self.sock) != "ready":
+            raise RuntimeError(f"{module} did not start")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """End the server: close this process's end of its socket and wait for it (kill it after 10 s)."""
+        atexit.unregister(self.close)
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 _ENDED: dict[int, int] = {}   # pid -> wait status, for verifiers that ended

@@ -25,7 +25,6 @@ length-prefixed requests over a socket pair, with the asking process's standard 
 
 from __future__ import annotations
 
-import atexit
 import os
 import select
 import signal
@@ -42,7 +41,7 @@ from jupyter_client import AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
 
 from .. import processes
-from ..isolation.server import receive, send
+from ..isolation.server import Started, receive, send
 
 # What a kernel imports before its first cell (ipykernel, its debugger, IPython) and what every chapter's setup cell
 # imports first (torch); none of them starts a thread or touches CUDA on import.
@@ -304,28 +303,16 @@ class ForkedKernel:
         self.send_signal(signal.SIGKILL)
 
 
-class _Server:
+class _Server(Started):
     """This process's handle on its kernel server, started on the first kernel asked for in an environment, kept
     for the process's life and ended at its exit; started again if it died or the environment changed."""
 
     def __init__(self, environ: dict, options: list[str]):
-        mine, theirs = socket.socketpair()
         # The kernels' own environment and interpreter options, so that the flags an interpreter takes from them at
         # start (sys.flags) are the kernels'; started in the grader's folder, never a notebook's, whose `torch.py`
         # it would import.
-        root = str(Path(__file__).resolve().parents[2])
         self.key = (tuple(options), signature(environ))
-        self.proc = subprocess.Popen([sys.executable, *options, "-m", __name__, str(theirs.fileno())],
-                                     pass_fds=(theirs.fileno(),), env=dict(environ), cwd=root, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        theirs.close()
-        self.sock = mine
-        atexit.register(self.close)
-        if receive(self.sock) != "ready":
-            raise RuntimeError("the kernel server did not start")
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
+        super().__init__(__name__, dict(environ), cwd=str(Path(__file__).resolve().parents[2]), options=tuple(options))
 
     def launch(self, launch: Launch) -> ForkedKernel:
         # As jupyter_client's launcher: stdin a pipe this side holds, stdout and stderr this process's own
@@ -346,16 +333,6 @@ class _Server:
             os.close(stdin_w)
             raise RuntimeError(error)
         return ForkedKernel(pid, stdin_w)
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        finally:
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def _fd_ok(fd: int) -> bool:
