@@ -182,6 +182,7 @@ def _looked_up(original):
             return found[scalar]
 
     np_dtype._ladder_looked_up = True
+    np_dtype.__wrapped__ = original
     return np_dtype
 
 
