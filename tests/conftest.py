@@ -26,7 +26,7 @@ HAS_GPU = _has_gpu()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """Without a GPU, one worker process per core (tests/parallel.py says why and how)."""
+    """Without a GPU, one worker process per core and one more (tests/parallel.py says why and how)."""
     parallel.choose_workers(config, HAS_GPU)
 
 
