@@ -133,11 +133,12 @@ def test_a_file_open_before_the_server_froze_its_heap_is_written_out_at_exit(tmp
     objects), and gc.get_objects no longer lists what it froze: the files open before the freeze are remembered and
     flushed at a kernel's exit with those opened later."""
     import gc
+    import weakref
 
     before = open(tmp_path / "before.txt", "w")   # noqa: SIM115  (left open, as a learner might)
     after = None
     try:
-        warm_kernels._PRELOADED_FILES.append(__import__("weakref").ref(before))
+        warm_kernels._PRELOADED_FILES.append(weakref.ref(before))
         gc.freeze()
         assert not any(obj is before for obj in gc.get_objects()), "frozen objects are not listed"
         after = open(tmp_path / "after.txt", "w")   # noqa: SIM115
