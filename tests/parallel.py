@@ -16,8 +16,7 @@ Why a scheduler of the suite's own (SharedWorkScheduling) rather than xdist's `-
 finds a test's group in a suffix its workers add to the test's node id, and under pytest 9 the node id can no
 longer be set that way, so every test was scheduled alone and a class fixture was graded once per worker. The
 workers write each test's group to a file (GROUPS_FILE) as they collect, and the controller's scheduler reads
-it: xdist's own scope scheduler, keeping each group's tests together, and handing out the heaviest group or
-test left first (`weight`), so that no long test starts when the others are nearly done.
+it: xdist's own scope scheduler, keeping each group's tests together.
 """
 
 from __future__ import annotations
@@ -126,24 +125,18 @@ def group_shared_work(items) -> None:
         elif keys:
             groups[item.nodeid] = GROUP_PREFIX + find(keys[0]).replace("@", "-in-")
             item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
-    _write_groups(groups, [item.nodeid for item in items if item.get_closest_marker("slow")])
+    _write_groups(groups)
 
 
-def _write_groups(groups: dict[str, str], slow: list[str]) -> None:
-    """In a worker of a grouped run, every test's group and the tests marked slow, for the controller's scheduler,
-    written whole (each worker collects the same tests and writes the same file)."""
+def _write_groups(groups: dict[str, str]) -> None:
+    """In a worker of a grouped run, every test's group for the controller's scheduler, written whole (each worker
+    collects the same tests and writes the same groups)."""
     path = os.environ.get(GROUPS_FILE)
     if not path or not is_worker_process():
         return
     part = f"{path}.{os.getpid()}"
-    Path(part).write_text(json.dumps({"groups": groups, "slow": slow}))
+    Path(part).write_text(json.dumps(groups))
     os.replace(part, path)
-
-
-def weight(tests: dict, slow: set[str]) -> int:
-    """How long a scope is expected to take, as its order in the queue: a test marked slow (seconds to a minute on
-    2 cores) counts as twenty of the others (mostly under a second)."""
-    return sum(20 if nodeid in slow else 1 for nodeid in tests)
 
 
 def make_scheduler(config, log):
@@ -154,23 +147,11 @@ def make_scheduler(config, log):
 
     class SharedWorkScheduling(LoadScopeScheduling):
         _groups: dict[str, str] | None = None
-        _slow: set[str] = set()
-        _weights: dict[str, int] = {}
 
         def _split_scope(self, nodeid: str) -> str:
             if self._groups is None:   # read once every worker has collected (xdist schedules only then)
-                written = json.loads(Path(os.environ[GROUPS_FILE]).read_text() or "{}")
-                self._groups, self._slow = written.get("groups", {}), set(written.get("slow", ()))
+                self._groups = json.loads(Path(os.environ[GROUPS_FILE]).read_text() or "{}")
             return self._groups.get(nodeid, nodeid)
-
-        def _assign_work_unit(self, node) -> None:
-            # The heaviest scope left goes first (xdist's queue is ordered by the number of tests alone): a test of a
-            # minute handed out last kept one worker busy for that minute after the others had run out of work.
-            if not self._weights:
-                self._weights = {scope: weight(tests, self._slow) for scope, tests in self.workqueue.items()}
-            heaviest = max(self.workqueue, key=lambda scope: self._weights.get(scope, 0))
-            self.workqueue.move_to_end(heaviest, last=False)
-            super()._assign_work_unit(node)
 
     return SharedWorkScheduling(config, log)
 
