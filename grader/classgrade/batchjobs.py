@@ -80,11 +80,11 @@ class BatchJobs:
 
     def why_ended(self) -> str:
         """What the ended jobs said: the last lines of each job's output files, where the folder holds them."""
+        written = sorted(self.logs.iterdir()) if self.logs is not None and self.logs.is_dir() else []
         said = []
         for job_id in self.ids:
             number = job_number(job_id)
-            files = sorted(p for p in self.logs.iterdir() if re.search(rf"(?<!\d){number}(?!\d)", p.name)) \
-                if self.logs is not None and self.logs.is_dir() else []
+            files = [p for p in written if re.search(rf"(?<!\d){number}(?!\d)", p.name)]
             tails = []
             for path in files:
                 lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
