@@ -2,8 +2,9 @@
 # Every GPU measurement recorded under assets/results/, one subcommand each, on a GPU machine that has
 # torch, Triton and CuPy. Where it has no Jupyter stack and no network, put the stack's wheels in .whl/
 # (and dask, distributed and dask-cuda in .whl-dask/ for `class` on several GPUs, with py-spy for
-# class-grading/run.sh's `profile`), downloaded with
-# shared/tools/offline-wheels.sh; they are installed into /tmp/site first.
+# class-grading/run.sh's `profile`), downloaded for the GPU machine's Python with `pip download -d .whl
+# --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 nbval nbgrader ipykernel`;
+# they are installed into /tmp/site first.
 #   bash assets/results/gpu_measure.sh STEP OUT [ARGS...]
 # Each step writes under OUT (with the GPU's name in OUT/gpu.txt). STEP:
 #   env                      (sourced: `source assets/results/gpu_measure.sh env "$OUT"`) only the set-up

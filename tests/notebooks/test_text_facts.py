@@ -647,10 +647,10 @@ def test_the_containment_figures_the_guides_quote_are_the_records():
         assert s["crowded"] and s["remeasured_because"] == "crowded" and s["passed"]
         (other,) = s["neighbours"]["others"]
         assert other["sm_pct"] == 99
-    assert (f"5a's solution timed alone, {alone['ratio']}x, `crowded` false; beside a load of 8192-square matmuls "
-            f"started outside the grader, {isolated['ratio']}x isolated and {in_kernel['ratio']}x in the kernel, each "
-            "`crowded` true, measured again (`remeasured_because: crowded`), the load named by its pid at 99% of the "
-            "SMs") in isolation
+    assert (f"5a's solution timed alone, {alone['ratio']}x, `crowded` false. Beside a load of 8192-square matmuls "
+            f"started outside the grader, {isolated['ratio']}x isolated and {in_kernel['ratio']}x in the kernel. Each "
+            "was `crowded` true and measured again (`remeasured_because: crowded`). The load was named by its pid at 99% "
+            "of the SMs") in isolation
     found = (CONTAINMENT / "detached-helper-h200" / "containment.txt").read_text().splitlines()
     assert len([line for line in found if line.endswith("(PASS)")]) == 5 and "FAIL" not in "\n".join(found)
     for path in ("check-in-kernel", "check-isolated", "grade"):

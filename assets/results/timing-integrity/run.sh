@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Trusted timing on a GPU: the exploit suite's entries on both paths, one pytest a entry, and the sanitizer's
 # entries. (The bars under trusted timing: `ladder calibrate`, whose record keeps every run's ratio by the
-# trusted time and by the events.) Wheels for the Jupyter stack in .whl/ (from
-# shared/tools/offline-wheels.sh).
+# trusted time and by the events.) Wheels for the Jupyter stack in .whl/ (nbval, nbgrader
+# and ipykernel, as gpu_measure.sh's header says).
 #   bash assets/results/timing-integrity/run.sh exploits OUT [ENTRY...]
 #       each entry (default: every wrong and correct entry of tests/notebooks/test_exploits.py that needs a GPU,
 #       in pytest's order; FROM=NAME starts at that entry) until EXPLOITS_S seconds (default 520) are spent,
