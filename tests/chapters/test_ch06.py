@@ -432,48 +432,6 @@ def test_importing_triton_before_start_is_explained():
     assert "Restart the notebook's kernel and run the setup cell first" in found["result"], found
 
 
-COMPILED = r"""
-import json, time
-import triton
-from triton.backends.compiler import GPUTarget
-from submissions.build import launchers
-
-POINTERS = {"LSE": "*fp32", "DELTA": "*fp32"}
-SCALARS = {"N": "i32", "qk_scale": "fp32", "sm_scale": "fp32"}
-
-def compile_for(fn, constexprs, cc, **options):
-    signature = {a: "constexpr" if a in constexprs else SCALARS.get(a, POINTERS.get(a, "*fp16"))
-                 for a in fn.arg_names}
-    src = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
-    return triton.compile(src, target=GPUTarget("cuda", cc, 32), options=options)
-
-ns = launchers("ch06", "correct", ["attention-solution", "backward-solution"])
-start = time.perf_counter()
-built = []
-for cc in (80, 90):
-    for d, causal in ((64, True), (128, False)):
-        k = compile_for(ns["flash_attention_kernel"], dict(D=d, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal), cc,
-                        num_warps=8, num_stages=3)
-        built.append([f"forward sm_{cc} D={d} causal={causal}", k.metadata.shared])
-import triton.language as tl
-for cc in (80, 90):
-    for name in ("attention_fwd_lse_kernel", "attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel"):
-        k = compile_for(ns[name], dict(D=128, BLOCK_M=64, BLOCK_N=64, CAUSAL=True, ACC=tl.float32), cc, num_warps=4)
-        built.append([f"{name} sm_{cc} D=128", k.metadata.shared])
-k = compile_for(ns["attention_bwd_delta_kernel"], dict(D=64, BLOCK_M=64, ACC=tl.float32), 90, num_warps=4)
-built.append(["attention_bwd_delta_kernel sm_90", max(k.metadata.shared, 1)])
-print(json.dumps({"built": built, "seconds": time.perf_counter() - start}))
-"""
-
-
-@pytest.mark.slow
-def test_solution_kernels_compile_for_sm80_and_sm90_without_a_gpu():
-    found = run_script(COMPILED, interpret=False)
-    assert len(found["built"]) == 11
-    for name, shared in found["built"]:
-        assert 0 < shared <= 100 * 1024, f"{name}: {shared} bytes of shared memory won't fit smaller GPUs"
-
-
 # ------------------------------------------------------------------- ladder check on a CPU
 
 @pytest.mark.slow
