@@ -1,9 +1,13 @@
-"""Calibrating pass bars from measured speedups: the recorded rungs (grader/rungs.toml), whether a bar
+"""Calibrating pass bars from measured figures: the recorded rungs (grader/rungs.toml), whether a bar
 separates them, the bar proposed from them, and the override file that carries the proposals.
 
+A figure is what the bar's kind judges (grader.harness.bars.KINDS): a speedup over the baseline, or a fraction
+of the copy ceiling measured in the same run. The rule is the same for both, since both are larger for a faster
+kernel and both are ratios of two times measured together.
+
 The rule a proposal follows (docs/instructors.md, "Calibrating the bars on your GPUs"):
-- `high` is the worst speedup of the rungs that must clear the bar (the solution's slowest run), `low` the
-  best speedup of the rungs that must miss it (the rung below's fastest run).
+- `high` is the worst figure of the rungs that must clear the bar (the solution's slowest run), `low` the
+  best figure of the rungs that must miss it (the rung below's fastest run).
 - The proposed bar is midway between them in log space, sqrt(low * high): as many times above the rung
   below as it is under the solution.
 - It is accepted only when that leaves MARGIN on both sides, i.e. high >= low * (1 + MARGIN)^2. Otherwise
@@ -59,12 +63,13 @@ def rungs(chapters: list[str] | None = None) -> list[Rung]:
 
 @dataclass(frozen=True)
 class Figures:
-    """One rung's speedups on one GPU, one per run."""
+    """One rung's figures on one GPU, one per run: the speedups, or the fractions of the copy ceiling, that its
+    bar judges (`unit`: "x" or " of the copy ceiling", grader.harness.bars.Bar.unit)."""
     rung: Rung
-    speedups: tuple[float, ...]
+    values: tuple[float, ...]
     # The same runs by the CUDA events recorded where the calls ran (a claim the trusted time is checked
     # against: grader.isolation.trusted), for the record of how far the two lie apart; empty where not kept.
-    event_speedups: tuple[float, ...] = ()
+    event_values: tuple[float, ...] = ()
     # Each run's untraced time per call over its kernels' traced busy time (grader.isolation.rules
     # enforce_traced_timing fails a run below its bound): how near honest kernels come to that rule.
     traced_ratios: tuple[float, ...] = ()
@@ -72,19 +77,22 @@ class Figures:
     # 2%, a settled verdict or its time budget): where a rung's calibration time goes.
     rounds: tuple[int, ...] = ()
     timing_s: tuple[float, ...] = ()
+    unit: str = "x"
 
     @property
     def worst(self) -> float:
         """The run nearest the bar: the slowest for a rung that must pass, the fastest for one that must fail."""
-        return min(self.speedups) if self.rung.expect == "pass" else max(self.speedups)
+        return min(self.values) if self.rung.expect == "pass" else max(self.values)
+
+    def range(self) -> str:
+        return f"{min(self.values):.3f}-{max(self.values):.3f}{self.unit}"
 
     def spread(self) -> str:
-        return (f"{min(self.speedups):.3f}-{max(self.speedups):.3f}x (median "
-                f"{statistics.median(self.speedups):.3f}x, {len(self.speedups)} runs)")
+        return (f"{self.range()} (median {statistics.median(self.values):.3f}{self.unit}, {len(self.values)} runs)")
 
     def as_expected(self, bar: float) -> int:
-        """How many runs the bar judges as this rung expects (a speed cell passes at speedup >= bar)."""
-        return sum((s >= bar) == (self.rung.expect == "pass") for s in self.speedups)
+        """How many runs the bar judges as this rung expects (a speed cell passes at a figure >= bar)."""
+        return sum((s >= bar) == (self.rung.expect == "pass") for s in self.values)
 
 
 @dataclass(frozen=True)
@@ -99,12 +107,12 @@ class Proposal:
     def separates(self) -> bool:
         """Whether the current bar judges every run of every rung as the rung expects (no rung timed: no)."""
         judged = [f for f in self.figures if f.rung.expect != "report"]
-        return bool(judged) and all(f.as_expected(self.current.bar) == len(f.speedups) for f in judged)
+        return bool(judged) and all(f.as_expected(self.current.bar) == len(f.values) for f in judged)
 
     def calibration(self, gpu: str, runs: int) -> str:
         """The override's calibration string: the GPU, the runs and the figures."""
-        rungs = "; ".join(f"{f.rung.label} {min(f.speedups):.3f}-{max(f.speedups):.3f}x" for f in self.figures)
-        how = (f"proposed {self.proposed:.2f}x, midway in log space with {MARGIN:.0%} margin each side"
+        rungs = "; ".join(f"{f.rung.label} {f.range()}" for f in self.figures)
+        how = (f"proposed {self.proposed:.2f}{self.current.unit}, midway in log space with {MARGIN:.0%} margin each side"
                if self.proposed is not None else self.why_none)
         return f"{gpu}, {runs} runs a rung (ladder calibrate): {rungs}; {how}"
 
@@ -121,8 +129,8 @@ def propose(current: Bar, figures: list[Figures], margin: float = MARGIN) -> Pro
     low = max(f.worst for f in failing)
     if high < low * (1 + margin) ** 2:
         return Proposal(current.key, current, tuple(figures), None,
-                        f"not gradable here: the solution's slowest run ({high:.3f}x) is not {margin:.0%} above a "
-                        f"bar that is {margin:.0%} above the rung below's fastest ({low:.3f}x)")
+                        f"not gradable here: the solution's slowest run ({high:.3f}{current.unit}) is not {margin:.0%} "
+                        f"above a bar that is {margin:.0%} above the rung below's fastest ({low:.3f}{current.unit})")
     return Proposal(current.key, current, tuple(figures), _two_places(math.sqrt(low * high)))
 
 
@@ -139,6 +147,8 @@ def override_toml(proposals: list[Proposal], arch: str, gpu: str, runs: int) -> 
     for p in proposals:
         lines.append(f'["{p.key}".by_arch.{arch}]')
         lines.append(f"bar = {p.proposed if p.proposed is not None else p.current.bar}")
+        if p.current.provisional:   # calibrated now, on this architecture: no longer provisional here
+            lines.append('provisional = ""')
         if p.proposed is None:
             lines.append(f"not_gradable = {_quote(p.why_none)}")
         lines.append(f"calibration = {_quote(p.calibration(gpu, runs))}")
@@ -153,15 +163,17 @@ def _quote(text: str) -> str:
 
 def report(p: Proposal) -> str:
     """What `ladder calibrate` prints for one bar."""
-    lines = [f"{p.key}: bar {p.current.bar:.2f}x ({p.current.source}) "
+    bar = f"{p.current.bar:.2f}{p.current.unit}"
+    note = f"; provisional until now: {p.current.provisional}" if p.current.provisional else ""
+    lines = [f"{p.key}: bar {bar} ({p.current.source}{note}) "
              f"{'separates' if p.separates else 'does NOT separate'} the rungs on this GPU"]
     for f in p.figures:
         if f.rung.expect == "report":
-            above = sum(s >= p.current.bar for s in f.speedups)
-            lines.append(f"  report  {f.rung.label}: {f.spread()}, {above}/{len(f.speedups)} at or above "
-                         f"{p.current.bar:.2f}x (reported; the bar does not judge it)")
+            above = sum(s >= p.current.bar for s in f.values)
+            lines.append(f"  report  {f.rung.label}: {f.spread()}, {above}/{len(f.values)} at or above "
+                         f"{bar} (reported; the bar does not judge it)")
             continue
         lines.append(f"  {f.rung.expect:4}  {f.rung.label}: {f.spread()}, "
-                     f"{f.as_expected(p.current.bar)}/{len(f.speedups)} {f.rung.expect} at {p.current.bar:.2f}x")
-    lines.append(f"  proposed bar: {p.proposed:.2f}x" if p.proposed is not None else f"  {p.why_none}")
+                     f"{f.as_expected(p.current.bar)}/{len(f.values)} {f.rung.expect} at {bar}")
+    lines.append(f"  proposed bar: {p.proposed:.2f}{p.current.unit}" if p.proposed is not None else f"  {p.why_none}")
     return "\n".join(lines)
