@@ -35,7 +35,8 @@ def cmd_profile(args) -> int:
                               "e.g. '[2048, 2048, 2048]'")
     if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
         raise LadderError(f"--out {args.out} is a file: give a folder for ncu's report and its CSV")
-    has_rungs = recorded.available() and exercise in recorded.exercises()
+    gpu = recorded.recorded_on(exercise)
+    has_rungs = recorded.available(gpu) and exercise in recorded.exercises(gpu)
     no_rungs = (f"Exercise {exercise} has no recorded rungs to compare with (recorded: "
                 f"{', '.join(recorded.exercises()) if recorded.available() else 'none here'}).")
     try:
@@ -44,8 +45,8 @@ def cmd_profile(args) -> int:
     except ProfileUnavailable as exc:
         print(f"Not profiled: {exc}\n")
         if has_rungs:
-            print(f"The recorded rungs of exercise {exercise} ({recorded.index()['gpu']}):")
-            print(recorded.table(exercise))
+            print(f"The recorded rungs of exercise {exercise} ({recorded.index(gpu)['gpu']}):")
+            print(recorded.table(exercise, gpu))
         else:
             print(no_rungs)
         return 2
@@ -53,7 +54,7 @@ def cmd_profile(args) -> int:
     print(f"\nncu's report: {result.rep_path} (open it in Nsight Compute); raw CSV: {result.csv_path}")
     if has_rungs:
         print(f"\nYours beside the recorded rungs of exercise {exercise}:")
-        print(recorded.table(exercise, extra=result.signatures[:1]))
+        print(recorded.table(exercise, gpu, extra=result.signatures[:1]))
     else:
         print(f"\n{no_rungs}")
     return 0

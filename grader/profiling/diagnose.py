@@ -68,6 +68,10 @@ CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
     Constraint("wasted-work", "the kernel computes results that are thrown away (masked tiles it could skip)",
                "the time against the rung beside it at the same tensor%", lambda s, b: b.time_us <= 0.6 * s.time_us
                and s.tensor_pipe_pct >= 20),
+    Constraint("too-few-programs", "the grid has fewer programs than the GPU has room for (under one wave): most "
+               "SMs have nothing to run, so memory is far from busy though every byte is needed",
+               "waves of blocks per SM (under 1: fewer programs than the GPU holds at once) and DRAM% low",
+               lambda s, b: s.waves_per_sm < 1 and s.dram_pct < 40),
 )}
 
 
@@ -81,6 +85,7 @@ class Case:
     next_rung: str             # the answer key: one of `choices`
     choices: tuple[str, ...]
     why: str                   # the reading, said once the answer is right
+    gpu: str = recorded.GPU    # the GPU its profiles were recorded on (assets/profiles/<gpu>/)
 
     def __post_init__(self):
         if self.binding not in CONSTRAINTS:
@@ -89,15 +94,27 @@ class Case:
             raise ValueError(f"{self.key}: the next rung is not one of the choices")
 
     def signatures(self) -> tuple[Signature, Signature]:
-        return recorded.load(self.exercise, self.rung), recorded.load(self.exercise, self.beside)
+        return (recorded.load(self.exercise, self.rung, self.gpu),
+                recorded.load(self.exercise, self.beside, self.gpu))
+
+    @property
+    def recorded(self) -> bool:
+        """Whether this copy of the course holds the case's two profiles (a new chapter's are recorded on a GPU
+        after it is written: tests/test_records.py refuses to let a case without them ship)."""
+        return recorded.has(self.exercise, (self.rung, self.beside), self.gpu)
 
 
 def show(case: Case) -> str:
     """The two profiles (rung first), what each rung is, the constraints and the choices, as text."""
-    lines = [f"Exercise {case.key}: two rungs of exercise {case.exercise}, profiled on an H100:", ""]
-    lines += [f"  {r}: {recorded.describe(case.exercise, r)}" for r in (case.rung, case.beside)]
-    lines += ["", recorded.table(case.exercise, only=(case.rung, case.beside)), "",
-              f"What binds `{case.rung}`? One of:"]
+    lines = [f"Exercise {case.key}: two rungs of exercise {case.exercise}, profiled on an {case.gpu}:", ""]
+    if case.recorded:
+        lines += [f"  {r}: {recorded.describe(case.exercise, r, case.gpu)}" for r in (case.rung, case.beside)]
+        lines += ["", recorded.table(case.exercise, case.gpu, only=(case.rung, case.beside))]
+    else:
+        lines += [f"  (The profiles of `{case.rung}` and `{case.beside}` are not recorded in this copy of the course "
+                  f"yet: assets/profiles/{case.gpu}/{case.exercise}/ is recorded on an {case.gpu} by "
+                  "`assets/results/gpu_measure.sh` and shipped with the chapter.)"]
+    lines += ["", f"What binds `{case.rung}`? One of:"]
     lines += [f"  {c.name:<24} {c.meaning}" for c in CONSTRAINTS.values()]
     lines += ["", f"And the next rung for `{case.rung}`? One of:"]
     lines += [f"  {choice!r}" for choice in case.choices]

@@ -25,6 +25,23 @@ def available(gpu: str = GPU) -> bool:
     return (PROFILES / gpu / "index.json").is_file()
 
 
+def recorded_on(exercise_key: str) -> str:
+    """The GPU whose recordings hold `exercise_key`: the H100's where it has it (every chapter up to 8), else the
+    first other GPU's that does (chapter 10's rungs are recorded on an H200); GPU when none does."""
+    for gpu in [GPU] + sorted(p.name for p in PROFILES.glob("*") if p.name != GPU):
+        if available(gpu) and exercise_key in index(gpu)["exercises"]:
+            return gpu
+    return GPU
+
+
+def has(exercise_key: str, rung_names, gpu: str = GPU) -> bool:
+    """Whether `gpu`'s recordings hold every one of `rung_names` of `exercise_key`."""
+    if not available(gpu) or exercise_key not in index(gpu)["exercises"]:
+        return False
+    return all((PROFILES / gpu / exercise_key / f"{r}.csv").is_file() for r in rung_names) and \
+        set(rung_names) <= set(rungs(exercise_key, gpu))
+
+
 @cache
 def index(gpu: str = GPU) -> dict:
     path = PROFILES / gpu / "index.json"
