@@ -95,7 +95,18 @@ def test_the_printed_table_marks_what_is_not_gradable_and_says_why():
     assert "NOT GRADABLE [" in out and "does not run [" in out and "graded 0.55x" in out
     assert "sm_75 lacks tensor cores for Triton's tl.dot on fp16" in out
     assert "LADDER_UNGRADABLE" in out
+    # both kinds of bar explained, a copy-ceiling bar shown as a fraction, a provisional bar named
+    assert "Two kinds of bar" in out and "0.60 of the copy ceiling" in out and "PROVISIONAL" in out
     assert proc.stderr == "", proc.stderr
+
+
+def test_a_copy_ceiling_bar_is_graded_on_every_architecture(tables):
+    """Chapter 10's bars are fractions of each GPU's own copy ceiling and need no capability: graded on all five,
+    sm_75 included, where the Triton chapters timed against torch's tensor cores are not."""
+    for arch, t in tables.items():
+        for key in ("10a", "10b"):
+            entry = t["bars"][key]
+            assert (entry["kind"], entry["status"], entry["missing"]) == ("copy-ceiling", "graded", []), (arch, key)
 
 
 def test_an_unknown_target_is_refused():

@@ -4,14 +4,14 @@ the same facts (which chapters run their Triton kernels in the interpreter).
 
 From `ladder check` of each solution notebook on a CPU: CUDA C needs a GPU to run, so chapters 1-4 and
 exercise 7a are graded only in the cells where no kernel runs (napkin math, predictions, what NVRTC checks);
-Triton's interpreter runs chapters 5 and 6 and the correctness cells of exercises 7b and 8b.
+Triton's interpreter runs chapters 5, 6 and 10 and the correctness cells of exercises 7b and 8b.
 """
 
 from __future__ import annotations
 
 # chapter -> the exercises whose Triton kernels run on the CPU in Triton's interpreter, correctness checked
 # in full at small sizes (None: every exercise of the chapter). Speed and memory cells need a GPU.
-INTERPRETED: dict[int, tuple[str, ...] | None] = {5: None, 6: None, 7: ("7b",), 8: ("8b",)}
+INTERPRETED: dict[int, tuple[str, ...] | None] = {5: None, 6: None, 7: ("7b",), 8: ("8b",), 10: None}
 
 def _joined(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

@@ -82,6 +82,7 @@ def _cell(v: float, fmt: str) -> str:
 COLUMNS = (("DRAM%", "dram_pct", "{:.0f}"), ("L2 hit%", "l2_hit_pct", "{:.0f}"),
            ("ld sect/req", "ld_sectors_per_request", "{:.1f}"), ("st sect/req", "st_sectors_per_request", "{:.1f}"),
            ("smem ld ways", "shared_ld_ways", "{:.1f}"), ("occupancy%", "achieved_occupancy_pct", "{:.0f}"),
+           ("waves", "waves_per_sm", "{:.2f}"),
            ("limiter", "occupancy_limiter", "{}"), ("regs", "registers_per_thread", "{}"),
            ("tensor%", "tensor_pipe_pct", "{:.0f}"), ("us", "time_us", "{:,.0f}"))
 

@@ -793,3 +793,35 @@ def test_the_float4_transpose_stretch_is_quoted_from_its_runs():
     text = chapter_cell("02", "wide-md")
     assert f"bar of {BARS['2-stretch']['bar']}× torch" in text
     assert f"an H100 ({float(graded[3]):.1f}×" in text   # the graded kernel's median
+
+
+def test_chapter_10_figures_are_its_cases_arithmetic_and_the_recorded_ceilings():
+    """Chapter 10 quotes only what its own cases imply (grader/chapters/ch10.py) and the ceilings recorded with the
+    calibrations; its GPU measurements are printed live by its cells, never quoted before they are recorded."""
+    from grader.chapters import ch10
+
+    speed, split = ch10.SPEED, ch10.SPLIT_SPEED
+    text = chapter_cell("10", "napkin-after")
+    assert numbers(text, r"\(64 sequences of ([\d,]+) to ([\d,]+) tokens, ([\d,]+) in all") == [
+        min(speed.lengths), max(speed.lengths), speed.tokens]
+    moved = ch10.decode_bytes(speed)
+    assert numbers(text, r"moves ([\d,]+) bytes, ([\d.]+) GiB") == pytest.approx([moved, moved / 2**30], rel=0.01)
+    assert numbers(text, r"a floor of (\d+) µs on an H200 \(([\d,]+) GB/s\) and (\d+) µs on an H100 \(([\d,]+) GB/s\)") \
+        == pytest.approx([moved / H200["copy_gbps"] / 1e3, H200["copy_gbps"], moved / H100["copy_gbps"] / 1e3,
+                          H100["copy_gbps"]], rel=0.005)
+    napkin = chapter_cell("10", "napkin-md")
+    assert numbers(napkin, r"about (\d+) FLOPs a byte from an H100 SXM's data sheet \((\d+) TFLOP/s dense over ([\d.]+) TB/s\)") \
+        == pytest.approx([SHEET_TFLOPS_FP16 / SHEET_TBPS, SHEET_TFLOPS_FP16, SHEET_TBPS], rel=0.01)
+    assert numbers(napkin, r"about (\d+) on an H100 \((\d+) TFLOP/s over ([\d.]+) TB/s\) and (\d+) on an H200 \((\d+) over ([\d.]+)\)") \
+        == pytest.approx([H100["fp16_tflops"] / H100["copy_gbps"] * 1e3, H100["fp16_tflops"], H100["copy_gbps"] / 1e3,
+                          H200["fp16_tflops"] / H200["copy_gbps"] * 1e3, H200["fp16_tflops"], H200["copy_gbps"] / 1e3],
+                         rel=0.01)
+    assert numbers(napkin, r"G FLOPs a byte, whatever D is: (\d+) for Llama 3 8B") == [speed.group]
+    splits = chapter_cell("10", "split-md")
+    assert numbers(splits, r"B · H<sub>kv</sub> = (\d+) · (\d+) = \*\*(\d+) programs\*\*") == [
+        split.batch, split.kv_heads, ch10.programs(split)]
+    assert numbers(splits, r"each stream (\d+) MiB through one SM") == [max(split.lengths) * split.head_dim * 2 * 2 / 2**20]
+    assert numbers(splits, r"\((\d+) MB, a floor of (\d+) µs at an H200's measured copy ceiling\)") == pytest.approx(
+        [ch10.decode_bytes(split) / 1e6, ch10.decode_bytes(split) / H200["copy_gbps"] / 1e3], rel=0.02)
+    bars = BARS["10a"]["what"]
+    assert f"{min(speed.lengths):,}-{max(speed.lengths):,} tokens ({speed.tokens:,} in all)" in bars

@@ -64,6 +64,11 @@ RUNGS = {
            ("solution", "ch07", "correct", "online statistics, two passes, 16-byte loads, 1,024 threads a row")],
     "7b": [("unfused", "ch07", "unfused_7b", "an add kernel, then a norm kernel that reads the sum back"),
            ("solution", "ch07", "correct", "residual add and RMSNorm in one program per row")],
+    "10a": [("head_per_program", "ch10", "head_per_program", "one program per query head: each KV head read once for each"),
+            ("page_per_step", "ch10", "page_per_step", "one program per (sequence, KV head), one page of 16 tokens a step"),
+            ("solution", "ch10", "correct", "one program per (sequence, KV head), 64 tokens a step")],
+    "10b": [("unsplit", "ch10", "unsplit", "10a's kernel at 10b's size: one program per (sequence, KV head)"),
+            ("solution", "ch10", "correct", "split-KV: chunks of each sequence's tokens, then a merge kernel")],
     "8b": [("naive_tiles", "ch08", "naive_tiles", "chapter 5's naive 32x32 matmul in both linear layers"),
            ("unfused", "ch08", "unfused", "5a's matmul then a bias/GELU kernel; an add kernel then a norm kernel"),
            ("solution", "ch08", "correct", "the fused kernels of chapters 5, 6 and 7")],
@@ -83,6 +88,10 @@ CHECKS = [
     ("7a", "scalar", "dram_pct", "<=", 75.0),
     # exercise 8.P: the naive 32x32 matmul in the block fetches its operands through L2, DRAM idle
     ("8b", "naive_tiles", "l2_hit_pct", ">=", 90.0), ("8b", "naive_tiles", "dram_pct", "<=", 20.0),
+    # chapter 10's profile cell and exercise 10.P: the unsplit grid under one wave with memory idle, the split
+    # solution streaming the cache
+    ("10b", "unsplit", "waves_per_sm", "<=", 1.0), ("10b", "unsplit", "dram_pct", "<=", 40.0),
+    ("10b", "solution", "dram_pct", ">=", 60.0), ("10a", "solution", "dram_pct", ">=", 60.0),
 ]
 
 
@@ -94,7 +103,7 @@ def main() -> int:
     only = set(args.only.split(",")) if args.only else None
     c = ceilings()
     gpu = c.gpu
-    slug = "H100" if "H100" in gpu else gpu.replace(" ", "_")
+    slug = next((name for name in ("H100", "H200") if name in gpu), gpu.replace(" ", "_"))
     dest = args.out / "profiles" / slug
     version = subprocess.run([find_ncu(), "--version"], check=False, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     index = {"gpu": gpu, "ncu": version, "ceilings": {"copy_gbps": c.copy_gbps, "fp32_tflops": c.fp32_tflops,
@@ -123,6 +132,10 @@ def main() -> int:
             entry["size"] = entry["size"] or prof.target.get("size")
             entry["flops"] = entry["flops"] or prof.target.get("flops")
             print(f"profiled {exercise}/{rung}: {prof.main.kernel[:50]} {prof.main.time_us:,.1f} us", flush=True)
+            total = sum(s.time_us for s in prof.signatures)
+            for s in prof.signatures[1:]:   # a launcher's other kernels (10b's merge): each one's share of the call
+                print(f"  also {s.kernel[:50]} {s.time_us:,.1f} us, {100 * s.time_us / total:.1f}% of the kernels' time",
+                      flush=True)
         index["exercises"][exercise] = entry
         (dest / "index.json").write_text(json.dumps(index, indent=1))
     recorded.PROFILES = args.out / "profiles"
