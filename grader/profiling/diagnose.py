@@ -58,8 +58,10 @@ CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
                lambda s, b: s.dram_pct >= 50 and b.time_us <= 0.5 * s.time_us),
     Constraint("cache-traffic-per-flop", "operands are fetched again through L2 and L1 for every few operations: "
                "DRAM idle, the cache hit rate high, warps waiting on loads",
-               "DRAM% low, L2 hit% high, long scoreboard the top stall",
-               lambda s, b: s.dram_pct < 40 and s.l2_hit_pct >= 50 and _top_stall(s) == "long scoreboard"),
+               "DRAM% low, L2 hit% high, long scoreboard the top stall, on a grid of at least one wave",
+               # under one wave, the idle SMs explain idle DRAM first (too-few-programs)
+               lambda s, b: s.dram_pct < 40 and s.l2_hit_pct >= 50 and _top_stall(s) == "long scoreboard"
+               and not s.waves_per_sm < 1),
     Constraint("shared-memory-traffic", "every operation reads its operands from shared memory, whose pipe is "
                "the bottleneck", "the mio throttle stall with few bank conflicts",
                lambda s, b: _top_stall(s) == "mio throttle" and s.shared_ld_ways < 4),
