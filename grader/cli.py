@@ -35,8 +35,7 @@ def cmd_profile(args) -> int:
                               "e.g. '[2048, 2048, 2048]'")
     if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
         raise LadderError(f"--out {args.out} is a file: give a folder for ncu's report and its CSV")
-    gpu = recorded.recorded_on(exercise)
-    has_rungs = recorded.available(gpu) and exercise in recorded.exercises(gpu)
+    has_rungs = recorded.available() and exercise in recorded.exercises()
     no_rungs = (f"Exercise {exercise} has no recorded rungs to compare with (recorded: "
                 f"{', '.join(recorded.exercises()) if recorded.available() else 'none here'}).")
     try:
@@ -45,8 +44,8 @@ def cmd_profile(args) -> int:
     except ProfileUnavailable as exc:
         print(f"Not profiled: {exc}\n")
         if has_rungs:
-            print(f"The recorded rungs of exercise {exercise} ({recorded.index(gpu)['gpu']}):")
-            print(recorded.table(exercise, gpu))
+            print(f"The recorded rungs of exercise {exercise} ({recorded.exercise_index(exercise)['gpu']}):")
+            print(recorded.table(exercise))
         else:
             print(no_rungs)
         return 2
@@ -54,7 +53,7 @@ def cmd_profile(args) -> int:
     print(f"\nncu's report: {result.rep_path} (open it in Nsight Compute); raw CSV: {result.csv_path}")
     if has_rungs:
         print(f"\nYours beside the recorded rungs of exercise {exercise}:")
-        print(recorded.table(exercise, gpu, extra=result.signatures[:1]))
+        print(recorded.table(exercise, extra=result.signatures[:1]))
     else:
         print(f"\n{no_rungs}")
     return 0
@@ -85,11 +84,18 @@ def cmd_compile(args) -> int:
     from .cuda.nvrtc import compile_for_archs
     from .learner.cells import cuda_sources
 
+    from .cuda.nvrtc import binding, supported_archs
+
     archs = tuple(a.strip() for a in args.arch.split(","))
     bad = [a for a in archs if not re.fullmatch(r"(sm|compute)_\d{2,3}a?", a)]
     if bad:
         raise LadderError(f"--arch {args.arch!r}: {', '.join(map(repr, bad))} is not an architecture; write "
                           "real architectures separated by commas, e.g. sm_80,sm_90")
+    known = supported_archs()   # empty where NVRTC is missing: compiling says that itself
+    unknown = [a for a in archs if known and a.replace("compute_", "sm_").rstrip("a") not in known]
+    if unknown:
+        raise LadderError(f"--arch {', '.join(unknown)}: {binding().version} compiles for {', '.join(known)}; give "
+                          "architectures among those")
     inputs = []
     for arg in args.paths:   # every input read before any compiles: a bad one stops the command at once
         path = Path(arg)
@@ -117,13 +123,14 @@ def cmd_compile(args) -> int:
 
 
 def cmd_release(args) -> int:
-    from .notebooks.course import repo_root
+    from .notebooks.course import chapter_names, repo_root
     from .notebooks.recognise import course_root
     from .notebooks.release import release
 
     root = course_root() or repo_root()   # repo_root: the error that says where it looked
+    names = chapter_names(root, args.assignments) if args.assignments else None
     if args.check:
-        diffs = release(root, names=args.assignments or None, check=True)
+        diffs = release(root, names=names, check=True)
         if diffs:
             print("course/ is out of date with solutions/ (run `ladder release` and commit):")
             for d in diffs:
@@ -131,7 +138,7 @@ def cmd_release(args) -> int:
             return 1
         print("course/ matches a fresh release of solutions/")
         return 0
-    report = release(root, names=args.assignments or None, force=args.force)
+    report = release(root, names=names, force=args.force)
     for path in report.backed_up:
         print(f"kept a copy of your changed {path} in {report.backup_dir}")
     print(f"released to course/: {len(report.released)} file(s) written" if report.released
@@ -144,19 +151,26 @@ def cmd_start(args) -> int:
 
     from .notebooks.course import repo_root
     from .notebooks.recognise import course_root
+    from .notebooks.course import chapter_names
     from .notebooks.workspace import WORK_DIR, set_instructor_tools, start
 
     root = course_root() or repo_root()   # repo_root: the error that says where it looked
-    dest = Path(args.dir) if args.dir else root / WORK_DIR
+    dest = Path(args.dir).resolve() if args.dir else root / WORK_DIR
     if dest.exists() and not dest.is_dir():
         raise LadderError(f"--dir {dest} is a file: give a folder for your copy of the notebooks")
-    result = start(root, dest.resolve(), args.chapters or None)
+    made = not dest.exists()
+    chapters = chapter_names(root, args.chapters or None)   # a wrong chapter is said before anything is made
+    result = start(root, dest, chapters)
+    if made:
+        print(f"made     {dest} (it did not exist)")
     for path in result.copied:
         print(f"copied   {path}")
     for path in result.kept:
         print(f"kept     {path} (yours: it differs from the release, and is never overwritten)")
     if result.unchanged and not result.copied and not result.kept:
-        print(f"{dest} already holds every chapter's notebook")
+        asked = "every chapter's notebook" if not args.chapters else \
+            f"the notebook{'s' if len(chapters) > 1 else ''} of {', '.join(chapters)}"
+        print(f"{dest} already holds {asked}, as released: nothing to copy")
     if not args.keep_instructor_tools:
         set_instructor_tools(False)
         print("JupyterLab: nbgrader's instructor tools are off for this environment "
@@ -224,8 +238,9 @@ def resolve_notebook(arg: str) -> tuple[Path, str | None]:
         raise LadderError(f"{arg}: no such file (give a notebook's path, such as "
                           "work/01_vector_add/01_vector_add.ipynb, or a chapter number such as 1)")
     # A chapter, not a path.
+    from .notebooks.course import chapter_names
     from .notebooks.recognise import course_root
-    from .notebooks.workspace import WORK_DIR, chapter_names
+    from .notebooks.workspace import WORK_DIR
 
     root = course_root()
     if root is None:
@@ -264,19 +279,15 @@ def cmd_grade(args) -> int:
         raise LadderError(f"--scheduler {args.scheduler!r}: give the scheduler's address as HOST:PORT or "
                           "tcp://HOST:PORT")
     if args.db is not None:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
+        from .classgrade.journal import checked_url
 
-        try:
-            make_url(args.db)
-        except ArgumentError:
-            raise LadderError(f"--db {args.db!r} is not a database URL: write it as SQLAlchemy does, e.g. "
-                              "postgresql+psycopg://grader@host/class or sqlite:///gradebook.db") from None
+        checked_url(args.db)
     for flag, value in (("--csv", args.csv), ("--csv-cells", args.csv_cells)):
         if value is not None and Path(value).is_dir():
             raise LadderError(f"{flag} {value} is a folder: give the CSV file's path")
     if Path(args.workspace).exists() and not Path(args.workspace).is_dir():
         raise LadderError(f"--workspace {args.workspace} is a file: give a folder to grade in")
+    args.assignment = chapter_argument(args.assignment)
     where = Where(gpus=args.gpus, workers=args.workers, scheduler=args.scheduler, cluster=args.cluster,
                   jobs=args.jobs, cluster_options=parse_options(args.cluster_option or []), retries=args.retries)
     if not args.verbose:
@@ -285,8 +296,18 @@ def cmd_grade(args) -> int:
                    Path(args.csv) if args.csv else None, Path(args.bars) if args.bars else None, where=where,
                    db_url=args.db, progress=not args.no_progress,
                    cells_csv=Path(args.csv_cells) if args.csv_cells else None)
-    class_report(args.workspace, args.assignment, args.db, args.leaderboard)
+    class_report(args.workspace, args.assignment, args.db, args.leaderboard, just_graded=True)
     return 0 if all(g.error is None for g in grades) else 1
+
+
+def chapter_argument(text: str) -> str:
+    """An assignment named as every command names a chapter ("1", "01_vector_add": grader.notebooks.course), as
+    its folder's name; as given outside the course's repository, where there is nothing to read it against."""
+    from .notebooks.course import chapter_names
+    from .notebooks.recognise import course_root
+
+    root = course_root()
+    return chapter_names(root, [text])[0] if root is not None else text
 
 
 def scheduler_address(text: str) -> bool:
@@ -306,13 +327,15 @@ def hide_library_warnings() -> None:
     warnings.simplefilter("ignore")
 
 
-def class_report(workspace: str, assignment: str | None, db_url: str | None, leaderboard: str) -> None:
+def class_report(workspace: str, assignment: str | None, db_url: str | None, leaderboard: str,
+                 just_graded: bool = False) -> None:
     """The class report (grader.classgrade.report), built here rather than by `grade` itself: read from the
-    workspace alone, `ladder report` builds the same page again."""
+    workspace alone, `ladder report` builds the same page again (from a gradebook that holds the workspace's
+    students, where `ladder grade` has not just written it)."""
     from .classgrade.record import Workspace
     from .classgrade.report import build
 
-    ws = Workspace.existing(Path(workspace), assignment, db_url)
+    ws = Workspace.existing(Path(workspace), assignment, db_url, all_its_students=not just_graded)
     try:
         print(f"class report: {build(ws, leaderboard)}")
     finally:
@@ -320,6 +343,12 @@ def class_report(workspace: str, assignment: str | None, db_url: str | None, lea
 
 
 def cmd_report(args) -> int:
+    if args.assignment is not None:
+        args.assignment = chapter_argument(args.assignment)
+    if args.db is not None:
+        from .classgrade.journal import checked_url
+
+        checked_url(args.db)
     class_report(args.workspace, args.assignment, args.db, args.leaderboard)
     return 0
 
@@ -530,8 +559,13 @@ def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPars
 
 def refuse(command: str | None, exc: LadderError, as_json: bool, sanitize: bool = False) -> int:
     """A command that could not start: one message on stderr (and, for `check --json`, the documented JSON
-    object on stdout, docs/check-json.md; with `--sanitize`, docs/sanitize.md's), exit code 2."""
+    object on stdout, docs/check-json.md; with `--sanitize`, docs/sanitize.md's; for `doctor --json`, an object
+    with the error and its reason code), exit code 2."""
     print(f"ladder{' ' + command if command else ''}: {exc}", file=sys.stderr)
+    if as_json and command == "doctor":
+        import json
+
+        print(json.dumps({"error": str(exc), "reason": exc.reason}, indent=2))
     if as_json and command == "check":
         import json
 

@@ -73,9 +73,12 @@ def _float(name: str, default: float) -> float:
     if raw is None or raw == "":
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
         raise ValueError(f"{name}={raw!r} is not a number of seconds") from None
+    if not value > 0:
+        raise ValueError(f"{name}={raw!r}: give a positive number of seconds")
+    return value
 
 
 def cell_timeout_s() -> int:
@@ -232,6 +235,19 @@ def hung_record() -> str | None:
 
 
 HUNG_RECORD = "LADDER_HUNG_RECORD"
+
+
+def check_all() -> None:
+    """Read every setting that has a value to check, raising ValueError (naming the variable) at the first bad one:
+    `ladder grade` calls it before its first student, where a bad value read inside each notebook's run would fail
+    every student of the class alike."""
+    for read in (cell_timeout_s, first_call_timeout_s, call_timeout_s, load_timeout_s, ungradable_policy,
+                 unchecked_policy, checks_at_once, host_checks, checks_share_processes):
+        read()
+    raw = _get("LADDER_ISOLATED")
+    if raw not in (None, "", "0", "1"):
+        raise ValueError(f"LADDER_ISOLATED={raw!r}: use 1 (graded cells in fresh processes) or 0 (in the notebook's "
+                         "kernel)")
 
 
 # The variables above, for a child process that must see the same settings and for tests.

@@ -69,9 +69,10 @@ BAD_INPUTS: dict[tuple[str, str], list[list[str]]] = {
     ("doctor", "--remeasure"): [["doctor", "--remeasure=1"]],
     ("doctor", "--target"): [["doctor", "--target", "sm_10"], ["doctor", "--target"]],
     ("doctor", "--kernels"): [["doctor", "--kernels=1"]],
-    ("doctor", "--json"): [["doctor", "--json=1"]],
+    ("doctor", "--json"): [["doctor", "--json=1"], ["doctor", "--json", "--target", "sm_99"]],
     ("compile", "paths"): _notebook_cases("compile") + [["compile"], ["compile", "{folder}/missing.cu"]],
-    ("compile", "--arch"): [["compile", "--arch", "sm80", "{kernel.cu}"], ["compile", "--arch", "", "{kernel.cu}"]],
+    ("compile", "--arch"): [["compile", "--arch", "sm80", "{kernel.cu}"], ["compile", "--arch", "", "{kernel.cu}"],
+                            ["compile", "--arch", "sm_99", "{kernel.cu}"], ["compile", "--arch", "sm_90,sm_99", CH1]],
     ("profile", "notebook"): _notebook_cases("profile", after=("--exercise", "1a")),
     ("profile", "--exercise"): [["profile", CH1, "--exercise", "9z"], ["profile", CH1, "--exercise", "7a"],
                                 ["profile", CH1]],
@@ -171,6 +172,8 @@ def test_bad_input_is_answered_in_a_line_or_two_with_exit_code_2(key, line, file
         schema = "kernel-ladder.sanitize/1" if "--sanitize" in line else "kernel-ladder.check/1"
         assert answer["schema"] == schema and answer["passed"] is False
         assert answer["error"] and answer["reason"] and answer["notebooks"] == []
+    elif line[0] == "doctor" and "--json" in line:
+        assert json.loads(out) == {"error": message[0].removeprefix("ladder doctor: "), "reason": "failed"}
     else:
         assert out == "", (argv, out)
 
@@ -208,3 +211,140 @@ def test_an_exercise_without_recorded_rungs_says_so(monkeypatch, capsys):
     assert main(["profile", str(CH7), "--exercise", "7c"]) == 2
     out = capsys.readouterr().out
     assert "Not profiled: " in out and "Exercise 7c has no recorded rungs to compare with (recorded: 1a," in out
+
+
+# Every file and setting an instructor gives `ladder grade` besides the submissions, with a bad value: (the options,
+# the environment, what the one line must say). A name in {braces} is a file of the instructor_files fixture.
+BAD_INSTRUCTOR_INPUTS = {
+    "--bars not TOML": (["--bars", "{not-toml.toml}"], {},
+                        "pass-bar file {not-toml.toml} is not valid TOML: Expected '=' after a key in a key/value pair "
+                        "(at line 1, column 6)"),
+    "--bars, a bar not a number": (["--bars", "{word.toml}"], {},
+                                   "pass bar '1a' is not a number: 'fast' ({word.toml})"),
+    "--bars, a bar of 0": (["--bars", "{zero.toml}"], {}, "pass bar '1b' must be positive, got 0.0 ({zero.toml})"),
+    "--bars, an exercise the course lacks": (["--bars", "{misspelt.toml}"], {},
+                                             "pass-bar file {misspelt.toml}: no exercise '1c' in the course"),
+    "--bars, an unknown field": (["--bars", "{field.toml}"], {}, "pass bar '1a' has unknown field(s) barr"),
+    "--bars, a bad architecture's bar": (["--bars", "{arch.toml}"], {},
+                                         "pass bar '5a' is not a number: 'low' ({arch.toml})"),
+    "--bars, not an architecture": (["--bars", "{sm.toml}"], {},
+                                    "pass bar '5a': 'ampere' in by_arch is not an architecture"),
+    "--bars missing": (["--bars", "{folder}/bars.toml"], {}, "--bars {folder}/bars.toml: no such file"),
+    "LADDER_BARS not TOML": ([], {"LADDER_BARS": "{not-toml.toml}"}, "pass-bar file {not-toml.toml} is not valid TOML"),
+    "LADDER_BARS missing": ([], {"LADDER_BARS": "{folder}/bars.toml"},
+                            "LADDER_BARS={folder}/bars.toml does not name a file"),
+    "--db not a URL": (["--db", "notaurl"], {}, "--db 'notaurl' is not a database URL"),
+    "--db, a database SQLAlchemy lacks": (["--db", "nosuchdb://host/class"], {},
+                                          "SQLAlchemy knows no database 'nosuchdb'"),
+    "--db, a driver not installed": (["--db", "mysql+mysqldb://host/class"], {},
+                                     "--db mysql+mysqldb://host/class: the driver for mysql+mysqldb is not installed"),
+    "--db, a folder that is not there": (["--db", "sqlite:///{folder}/nowhere/gradebook.db"], {},
+                                         "cannot open the gradebook at sqlite:///{folder}/nowhere/gradebook.db: unable to "
+                                         "open database file"),
+    "LADDER_CELL_TIMEOUT_S": ([], {"LADDER_CELL_TIMEOUT_S": "soon"}, "LADDER_CELL_TIMEOUT_S='soon' is not a number"),
+    "LADDER_FIRST_CALL_TIMEOUT_S": ([], {"LADDER_FIRST_CALL_TIMEOUT_S": "0"}, "LADDER_FIRST_CALL_TIMEOUT_S='0': give a "
+                                                                              "positive number of seconds"),
+    "LADDER_CALL_TIMEOUT_S": ([], {"LADDER_CALL_TIMEOUT_S": "-1"}, "LADDER_CALL_TIMEOUT_S='-1': give a positive"),
+    "LADDER_LOAD_TIMEOUT_S": ([], {"LADDER_LOAD_TIMEOUT_S": "5 min"}, "LADDER_LOAD_TIMEOUT_S='5 min' is not a number"),
+    "LADDER_UNGRADABLE": ([], {"LADDER_UNGRADABLE": "half"}, "LADDER_UNGRADABLE='half': use one of zero, full"),
+    "LADDER_UNCHECKED": ([], {"LADDER_UNCHECKED": "some"}, "LADDER_UNCHECKED='some': use one of zero, full"),
+    "LADDER_CHECKS_AT_ONCE": ([], {"LADDER_CHECKS_AT_ONCE": "0"}, "LADDER_CHECKS_AT_ONCE='0': at least 1"),
+    "LADDER_HOST_CHECKS": ([], {"LADDER_HOST_CHECKS": "all"}, "LADDER_HOST_CHECKS='all' is not a whole number"),
+    "LADDER_CHECK_PROCESSES": ([], {"LADDER_CHECK_PROCESSES": "cell"}, "LADDER_CHECK_PROCESSES='cell': use one of"),
+    "LADDER_ISOLATED": ([], {"LADDER_ISOLATED": "yes"}, "LADDER_ISOLATED='yes': use 1"),
+    "--cluster-option not YAML": (["--cluster", "slurm", "--cluster-option", "job_extra_directives=['--gres"], {},
+                                  "--cluster-option job_extra_directives=['--gres: its value is not YAML"),
+}
+
+
+@pytest.fixture(scope="module")
+def instructor_files(files, tmp_path_factory):
+    """Bad bars files beside the fixture's files: {name: absolute path}."""
+    tmp = tmp_path_factory.mktemp("instructor")
+    texts = {"not-toml.toml": "this is = not toml [[[\n", "word.toml": '["1a"]\nbar = "fast"\n',
+             "zero.toml": '["1b"]\nbar = 0\n', "misspelt.toml": '["1c"]\nbar = 1.2\n',
+             "field.toml": '["1a"]\nbarr = 0.8\n', "arch.toml": '["5a".by_arch.sm_90]\nbar = "low"\n',
+             "sm.toml": '["5a".by_arch.ampere]\nbar = 0.5\n'}
+    for name, text in texts.items():
+        (tmp / name).write_text(text)
+    return files | {name: str(tmp / name) for name in texts}
+
+
+@pytest.mark.parametrize("case", list(BAD_INSTRUCTOR_INPUTS))
+def test_every_instructor_input_stops_ladder_grade_before_its_first_student(case, instructor_files, capsys,
+                                                                             monkeypatch, tmp_path):
+    """A class of two real students; each bad input stops the run with exit code 2 and one line that names the file
+    or setting (and, for a file, the parser's line), before anything is graded: no student reaches the grader, no
+    grades.csv is written. A bars file that was not TOML graded a whole class, every speed cell 0."""
+    from grader.classgrade import task
+
+    options, environ, message = BAD_INSTRUCTOR_INPUTS[case]
+    monkeypatch.setenv("LADDER_BARS", "")   # unset again after the test: `--bars` sets it in this process
+    for name, value in environ.items():
+        monkeypatch.setenv(name, _argv([value], instructor_files)[0])
+    graded = []
+    monkeypatch.setattr(task, "grade_student", lambda job: graded.append(job.student))
+    monkeypatch.setenv("LADDER_FORCE_NO_GPU", "1")
+    workspace = tmp_path / "ws"
+    code = main(["grade", instructor_files["two"], "--assignment", "01_vector_add", "--workspace", str(workspace),
+                 "--no-progress", *_argv(options, instructor_files)])
+    out, err = capsys.readouterr()
+    assert code == 2, (case, out[-2000:], err[-2000:])
+    assert err.strip().splitlines() == [err.strip()] and "Traceback" not in err, err
+    assert err.startswith("ladder grade: ") and _argv([message], instructor_files)[0] in err, err
+    assert graded == [] and not (workspace / "grades.csv").exists()
+
+
+@pytest.fixture(scope="module")
+def graded_workspace(tmp_path_factory):
+    """A workspace `ladder grade` graded in, with its report: two students whose files are not notebooks (each
+    scored 0 with a page, so that nothing is executed), as the gradebook and the report hold any class."""
+    import os
+    import subprocess
+    import sys
+
+    tmp = tmp_path_factory.mktemp("graded")
+    (tmp / "class").mkdir()
+    (tmp / "class" / "ann.ipynb").write_text("{}")
+    (tmp / "class" / "bob.ipynb").write_text("not a notebook")
+    done = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(tmp / "class"), "--assignment",
+                           "01_vector_add", "--workspace", str(tmp / "ws"), "--no-progress"], cwd=ROOT,
+                          env=dict(os.environ, LADDER_FORCE_NO_GPU="1", LADDER_CACHE_DIR=str(tmp / "cache"),
+                                   LADDER_BARS=""),
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 1 and "class report: " in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    return tmp / "ws"   # exit code 1: students not graded
+
+
+def test_ladder_report_never_makes_a_gradebook_nor_a_report_from_a_wrong_one(graded_workspace, tmp_path, capsys):
+    """`ladder report WS --db URL` where URL is not the class's gradebook: a missing SQLite file, a database with
+    no gradebook in it, or another class's gradebook. Each is refused in one line (exit 2); no gradebook file is
+    made, and the class's report is left byte for byte as it was (a wrong --db made an empty gradebook and
+    replaced the report with "0 student(s) in the gradebook")."""
+    import sqlite3
+
+    from nbgrader.api import Gradebook
+
+    from grader.classgrade.journal import Journal
+
+    report = graded_workspace / "report.html"
+    before = report.read_bytes()
+    not_a_gradebook = tmp_path / "other.db"
+    sqlite3.connect(not_a_gradebook).execute("CREATE TABLE notes (line TEXT)")
+    other_class = f"sqlite:///{tmp_path / 'other-class.db'}"
+    Journal(other_class).close()           # an empty gradebook, as `ladder grade` makes one
+    with Gradebook(other_class) as gb:
+        gb.update_or_create_student("cy")
+    cases = {f"sqlite:///{tmp_path / 'missing.db'}": "no gradebook at sqlite:///",
+             f"sqlite:///{not_a_gradebook}": "is not a gradebook `ladder grade` wrote (it has no assignment or "
+                                             "ladder_graded table)",
+             other_class: f"holds 0 of the 2 students graded in {graded_workspace.resolve()} (not ann, bob)",
+             "notaurl": "--db 'notaurl' is not a database URL"}
+    for url, message in cases.items():
+        assert main(["report", str(graded_workspace), "--db", url]) == 2, url
+        out, err = capsys.readouterr()
+        assert err.strip().splitlines() == [err.strip()] and message in err and out == "", (url, err)
+        assert report.read_bytes() == before
+    assert not (tmp_path / "missing.db").exists()
+    assert main(["report", str(graded_workspace)]) == 0   # its own gradebook builds it again
+    assert capsys.readouterr().out == f"class report: {report.resolve()}\n"

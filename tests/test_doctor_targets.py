@@ -29,8 +29,9 @@ def tables() -> dict:
 def test_every_target_gets_a_table(tables):
     assert list(tables) == TARGETS
     for t in tables.values():
-        assert set(t["capabilities"]) == {"tensor-core tl.dot", "WMMA", "cp.async", "TMA"}
-        assert {"1a", "4", "4-stretch", "5a", "5b", "6", "6-causal"} <= set(t["bars"])
+        assert set(t["capabilities"]) == {"tensor-core tl.dot", "WMMA", "cp.async", "TMA", "FP8 tensor cores",
+                                          "block-scaled MMA"}
+        assert {"1a", "4", "4-stretch", "5a", "5b", "6", "6-causal", "9a", "9b", "9c-stretch"} <= set(t["bars"])
 
 
 def test_on_sm75_triton_speed_is_not_gradable_because_tl_dot_compiles_to_fma(tables):
@@ -59,12 +60,18 @@ def test_on_sm75_the_cp_async_stretch_does_not_run(tables):
 @pytest.mark.parametrize("arch", TARGETS[1:])
 def test_from_sm80_on_every_bar_is_graded_or_reported(tables, arch):
     t = tables[arch]
-    # TMA (chapter 5's Hopper rung) from sm_90 on: below it that stretch goal does not run.
+    # TMA (chapter 5's Hopper rung) from sm_90 on: below it that stretch goal does not run. FP8 (chapter 9) from
+    # sm_89 on; tensor cores that apply MX block scales on none of these.
     lacking = {name for name, c in t["capabilities"].items() if not c["present"]}
-    assert lacking == (set() if arch == "sm_90" else {"TMA"}), t["capabilities"]
+    fp8 = arch in ("sm_89", "sm_90")
+    assert lacking == {"block-scaled MMA"} | (set() if arch == "sm_90" else {"TMA"}) | (set() if fp8 else
+                                                                                      {"FP8 tensor cores"}), lacking
     statuses = {key: e["status"] for key, e in t["bars"].items()}
     if arch != "sm_90":
         assert statuses.pop("5a-hopper") == "does not run"
+    chapter_9 = {key: statuses.pop(key) for key in ("9a", "9a-copy", "9b", "9c-stretch")}
+    assert chapter_9 == ({"9a": "graded", "9a-copy": "graded", "9b": "graded", "9c-stretch": "out of reach"} if fp8 else
+                         dict.fromkeys(chapter_9, "does not run")), chapter_9
     assert set(statuses.values()) == {"graded", "reported"}
     tensor_cores = "wgmma" if arch == "sm_90" else "mma.sync"
     assert tensor_cores in t["capabilities"]["tensor-core tl.dot"]["evidence"]
@@ -75,6 +82,19 @@ def test_the_99_kib_family_has_its_own_5a_bar(tables):
         entry = tables[arch]["bars"]["5a"]
         assert entry["for_this_arch"] and entry["bar"] == pytest.approx(0.55)
     assert not tables["sm_90"]["bars"]["5a"]["for_this_arch"] and tables["sm_90"]["bars"]["5a"]["bar"] == 0.75
+
+
+def test_chapter_9_says_where_its_kernels_run_and_why(tables):
+    for arch in ("sm_75", "sm_80", "sm_86"):
+        fp8 = tables[arch]["capabilities"]["FP8 tensor cores"]
+        assert not fp8["present"] and "fp8e4nv not supported in this architecture" in fp8["evidence"]
+        assert "interpreter" in tables[arch]["notes"]["ch09"][0]
+        assert tables[arch]["bars"]["9b"]["status"] == "does not run"
+    assert "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3" in tables["sm_90"]["capabilities"]["FP8 tensor cores"]["evidence"]
+    assert "e4m3.e4m3" in tables["sm_89"]["capabilities"]["FP8 tensor cores"]["evidence"]
+    assert "sm_90 only" in tables["sm_89"]["notes"]["ch09"][0] and not tables["sm_90"]["notes"].get("ch09")
+    scaled = tables["sm_90"]["bars"]["9c-stretch"]
+    assert scaled["status"] == "out of reach" and "bf16 MMA" in scaled["reason"]
 
 
 def test_chapter_5_lists_the_configurations_each_architecture_keeps(tables):
@@ -98,6 +118,16 @@ def test_the_printed_table_marks_what_is_not_gradable_and_says_why():
     # both kinds of bar explained, a copy-ceiling bar shown as a fraction, a provisional bar named
     assert "Two kinds of bar" in out and "0.60 of the copy ceiling" in out and "PROVISIONAL" in out
     assert proc.stderr == "", proc.stderr
+    # every exercise's name ends in its own column, however long (6-stretch-fast-d64 ran into its bar's)
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("  exercise "))
+    column = lines[header].index("bar (calibrated")
+    rows = [line for line in lines[header + 1:] if line.startswith("  ") and not line.startswith("  [")]
+    rows = rows[:next(i for i, line in enumerate(rows) if line.startswith("  graded: "))]
+    assert len(rows) > 20 and any(len(row.split()[0]) > 11 for row in rows)
+    for row in rows:
+        key = row.split()[0]
+        assert row[column - 2:column] == "  " and row[2:column].strip() == key and row[column] != " ", row
 
 
 def test_a_copy_ceiling_bar_is_graded_on_every_architecture(tables):
@@ -113,6 +143,10 @@ def test_an_unknown_target_is_refused():
     proc = subprocess.run([sys.executable, "-m", "grader.cli", "doctor", "--target", "sm_61"],
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+    as_json = subprocess.run([sys.executable, "-m", "grader.cli", "doctor", "--json", "--target", "sm_99"],
+                             capture_output=True, text=True, cwd=ROOT)
+    answer = json.loads(as_json.stdout)   # --json answers in JSON, a refusal too
+    assert as_json.returncode == 2 and "invalid choice: 'sm_99'" in answer["error"] and answer["reason"], as_json
 
 
 # ------------------------------------------------------------------------- versions

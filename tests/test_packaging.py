@@ -106,3 +106,16 @@ def test_packages_whose_private_api_the_executor_uses_are_capped():
     for package in ("nbgrader", "nbclient"):
         spec = next(d for d in deps if re.match(rf"{package}\b", d))
         assert "<" in spec, f"{spec}: give {package} an upper bound"
+
+
+def test_every_readme_section_named_in_the_code_exists():
+    """A pointer such as `(README, "Set up": ...)` in pyproject.toml, environment.yml or grader/ names a section
+    the README has (pyproject.toml pointed to a "CuPy and your CUDA version" that was never there)."""
+    headings = {line.lstrip("#").strip() for line in (ROOT / "README.md").read_text().splitlines()
+                if line.startswith("## ")}
+    files = [ROOT / "pyproject.toml", ROOT / "environment.yml", *sorted((ROOT / "grader").rglob("*.py"))]
+    named = {(path.relative_to(ROOT).as_posix(), m.group(1)) for path in files
+             for m in re.finditer(r'README(?:\.md)?[:,]\s*"([^"]+)"', path.read_text())}
+    assert named, "no README section is named anywhere: the pattern no longer matches how the code names them"
+    missing = sorted((path, name) for path, name in named if name not in headings)
+    assert not missing, f"README sections that do not exist: {missing} (its sections: {sorted(headings)})"

@@ -81,14 +81,15 @@ def placeholders() -> list[str]:
     README."""
     from grader import chapters
     from grader.harness.bars import load_bars
+    from grader.profiling.diagnose import cases
 
     found = [f"grader/bars.toml [{key}]: provisional: {bar.provisional}" for key, bar in load_bars(None).items()
              if bar.provisional]
     for name in chapters.names():
-        case = getattr(chapters.module(name), "DIAGNOSE", None)
-        if case is not None and not case.recorded:
-            found.append(f"{name}.DIAGNOSE: no profiles of {case.exercise} ({case.rung}, {case.beside}) in "
-                         f"assets/profiles/{case.gpu}/")
+        for case in cases(getattr(chapters.module(name), "DIAGNOSE", ())):
+            if not case.recorded:
+                found.append(f"{name}.DIAGNOSE {case.key}: no profiles of {case.exercise} ({case.rung}, "
+                             f"{case.beside}) in assets/profiles/{case.folder}/")
     texts = [*(ROOT / "solutions").glob("*/*.ipynb"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
     for path in texts:
         for number, line in enumerate(path.read_text().splitlines(), 1):

@@ -208,7 +208,7 @@ def draw_block_per_row() -> plt.Figure:
             "(−inf, 0)), writes\nthe row's (m, s) back; __syncthreads()", ha="center", va="top", fontsize=6.8)
     _arrow(ax, (1.8, dy - 1.05), (lx - 0.3, dy - 1.05), "black", lw=1.0)
     _arrow(ax, (lx + 32 * lw_ + 1.4, dy - 1.05), (sx, dy - 1.05), "black", lw=1.0)
-    ax.text(sx + 3.5, dy - 3.05, "4. every thread reads its chunks again\n(much of it from L2) and writes exp(x − m) / s",
+    ax.text(sx + 3.5, dy - 3.05, "4. every thread reads its chunks again\n(mostly from DRAM) and writes exp(x − m) / s",
             ha="center", va="center", fontsize=7.2)
     ax.set_title("Exercise 7a: one block per row", fontsize=10)
     fig.tight_layout()

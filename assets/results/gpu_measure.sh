@@ -37,6 +37,12 @@
 #   ch07 [PARTS]             chapter 7: calibrate,tests,exploits,sanitize,notebook,profile (default all)
 #   ch08 [PARTS]             chapter 8: record,calibrate,tests,notebook (default all); record writes the eager
 #                            block's torch.profiler table, ops.json and Inductor's code (calibration/ch08-h100)
+#   ch09 [PARTS]             chapter 9, each part under 9 minutes on one H200 (run them in separate calls):
+#                            record (torch's and Triton's fp8 casts here, the fp8 ceiling, the accumulator curve,
+#                            how much of 9b's tolerance the solution uses), tests (its GPU tests), check (ladder check
+#                            of the solution, isolated and in the kernel), notebook (nbval, then the outputs),
+#                            cal9a and cal9b (ladder calibrate, RUNS=10 a rung), wrong and correct (the exploit
+#                            entries on both paths), profile (Nsight Compute on 9a's and 9b's rungs); default all
 #   ch10 [PARTS]             chapter 10, each part under 9 minutes on one GPU (its comment says what to copy where):
 #                            tests,check,nbval,notebook,cal10a,cal10b,wrong,correct10a,correct10b,fractions,profile
 #                            (default: all, in that order: run a few parts a call)
@@ -52,8 +58,14 @@
 #                            class-grading/scaling.py report)
 #   class-report PART ...    a graded class's report and its screenshot (class-grading/class_report_gpu.sh)
 #   correct-new              the correct submissions of 6b, 7a, 7b and 8b (exploits/correct_6b_7_8b_gpu.sh)
+#   containment [PARTS]      nothing a check starts outlives it: the detached_gpu_load entry on both paths, through
+#                            `ladder check` and `ladder grade` with `ps` after each, and 5a's speed timed beside a GPU
+#                            load started outside the grader (exploits/containment/containment_gpu.sh; PARTS among
+#                            entry,check,grade,crowded)
 #   text-facts [PARTS]       the figures chapters 7 and 8 quote (notebooks/text-facts/run.sh, with its
-#                            softmax_traffic.py and host_bound_block.py)
+#                            softmax_traffic.py, host_bound_block.py and reduction_runs.py); `ladder,diagnose`
+#                            records the reduction ladder's runs and exercises 7.P and 8.P's profiles on an H200,
+#                            `check` runs nbval and `ladder check` of both chapters
 # Steps that write many files pack them into OUT/STEP.tar.gz as they go, so that a run cut short at its
 # time limit still brings back what it finished.
 set -uo pipefail
@@ -350,6 +362,93 @@ PY
         2>&1 | tail -60 | tee "$out/notebook.txt"; pack
     fi
     ;;
+  ch09)
+    parts=${1:-record,tests,check,notebook,cal9a,cal9b,wrong,correct,profile}
+    export PYTHONWARNINGS=ignore
+    nb=solutions/09_low_precision/09_low_precision.ipynb
+    if want record; then
+      timeout 420 python3 - "$out" <<'PY' 2>&1 | tee "$out/record.log"
+import json, sys
+from pathlib import Path
+import torch, triton
+from grader.chapters import ch09
+from grader.cuda.gpu import gpu_info
+from grader.harness.ceilings import ceilings
+dest = Path(sys.argv[1])
+# torch's and Triton's casts past e4m3's range, on this machine's torch (the text's claims)
+x = torch.tensor([448.0, 464.0, 470.0, 480.0, 500.0, 1e6, float("inf"), float("nan")])
+casts = {"torch": torch.__version__, "triton": triton.__version__, "x": x.tolist()}
+for device in ("cpu", "cuda"):
+    v = x.to(device)
+    casts[device] = {"e4m3fn": v.to(torch.float8_e4m3fn).float().tolist(),
+                     "e5m2": v.to(torch.float8_e5m2).float().tolist()}
+(dest / "casts.json").write_text(json.dumps(casts, indent=1))
+print("casts", json.dumps(casts))
+c = ceilings(remeasure=True)
+print(f"ceilings on {c.gpu}: copy {c.copy_gbps} GB/s, fp16 {c.fp16_tflops}, fp8 {c.fp8_tflops} TFLOP/s")
+print("9b's baseline here:", ch09._scaled_mm_probe() or "runs")
+curves = [ch09.accumulator_curve() for _ in range(3)]
+readings = [ch09.read_curve_reference(cv["k"], cv["plain"], cv["promoted"]) for cv in curves]
+(dest / "accumulator.json").write_text(json.dumps({"gpu": gpu_info().name, "torch": torch.__version__,
+    "triton": triton.__version__, "curves": curves, "readings": readings}, indent=1))
+print("slope, ratio of each curve:", readings)
+# how much of 9b's tolerance the solution uses at the timing size (tests/chapters/test_ch09.py, once more here)
+from submissions.build import launchers
+gemm = launchers("ch09", "correct", ["gemm-solution"])["fp8_gemm"]
+used = []
+for seed in range(3):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    inputs = ch09._gemm_inputs(ch09.GEMM_SPEED_SIZE, gen, "cuda")
+    out = torch.empty(ch09.GEMM_SPEED_SIZE[:2], device="cuda", dtype=torch.bfloat16)
+    gemm(*inputs, out)
+    wide = [t.double() for t in inputs]
+    want = ch09.gemm_reference(*wide)
+    allowed = ch09.BF16_ROUNDING * want.abs() + ch09.gemm_error_bound(*wide)
+    used.append(((out.double() - want).abs() / allowed).max().item())
+(dest / "tolerance.json").write_text(json.dumps({"size": ch09.GEMM_SPEED_SIZE, "largest_error_over_allowed": used}))
+print("largest error / allowed, three draws:", used)
+PY
+      pack
+    fi
+    if want tests; then
+      timeout 500 python3 -m pytest -q -p no:cacheprovider -rA tests/chapters/test_ch09.py tests/cuda/test_tccount.py \
+        -m gpu 2>&1 | tail -30 | tee "$out/gpu_tests.txt"; pack
+    fi
+    if want check; then
+      timeout 500 python3 -m grader.cli check "$nb" --json > "$out/check.json" 2> "$out/check.err"
+      python3 -c "import json,sys; r=json.load(open(sys.argv[1])); n=r['notebooks'][0]; print(n['score'], '/', n['max_score']); [print(c['grade_id'], c['outcome'], (c.get('error') or {}).get('evalue','')[:300]) for c in n['cells']]" \
+        "$out/check.json" | tee "$out/check.txt"; pack
+    fi
+    if want notebook; then
+      timeout 280 python3 -m pytest -q -p no:cacheprovider --nbval-lax "$nb" 2>&1 | tail -15 | tee "$out/nbval.txt"
+      timeout 250 python3 $here/notebooks/run_notebook.py "$nb" "$out" casts-demo flush-demo quantize-speed gemm-speed \
+        accumulator-run curve-test mx-speed 2>&1 | tail -80 | tee "$out/notebook.txt"; pack
+    fi
+    for bars in 9a 9b; do
+      if want "cal$bars"; then
+        keys=$([ $bars = 9a ] && echo 9a,9a-copy || echo 9b)
+        start=$(date +%s)
+        timeout 530 python3 -m grader.cli calibrate --chapters 9 --bars "$keys" --runs "${RUNS:-10}" \
+          --out "$out/bars-override-$bars.toml" 2>/dev/null | tee "$out/calibration-$bars.md"
+        echo "wall_s=$(( $(date +%s) - start ))" | tee -a "$out/calibration-$bars.md"; pack
+      fi
+    done
+    if want wrong; then
+      timeout 530 python3 -m pytest -q -p no:cacheprovider -rA tests/notebooks/test_exploits.py -k \
+        "gemm_torch_mm_behind or gemm_scaled_mm_behind or gemm_fp16_tiles or gemm_scales_ignored or quantize_partial_group or quantize_slash_division or quantize_result_cache" \
+        2>&1 | tail -20 | tee "$out/exploits-wrong.txt"; pack
+    fi
+    if want correct; then
+      timeout 530 python3 -m pytest -q -p no:cacheprovider -rA tests/notebooks/test_exploits.py -k "ch09_" \
+        2>&1 | tail -20 | tee "$out/exploits-correct.txt"; pack
+    fi
+    if want profile; then
+      timeout 530 python3 $here/profiles/record_profiles.py --out "$out/rec" --only 9a,9b 2>&1 | tail -40 \
+        | tee "$out/profiles.md"
+      rm -rf "$out/rec/notebooks" "$out/rec/raw"
+      pack
+    fi
+    ;;
   ch10)
     # Chapter 10 on one GPU. What to keep, by part (into assets/results/ unless said):
     #   tests, check, nbval, notebook -> notebooks/ch10-<gpu>/ (the GPU tests, `ladder check`, nbval, the cells' output)
@@ -451,6 +550,7 @@ for nb in r['notebooks']:
   class-scaling) bash "$here/class-grading/run.sh" "$1" "$out" "${@:2}" || rc=1 ;;
   class-report) bash "$here/class-grading/class_report_gpu.sh" "$@" || rc=1 ;;
   correct-new) bash "$here/exploits/correct_6b_7_8b_gpu.sh" "$out" || rc=1 ;;
+  containment) bash "$here/exploits/containment/containment_gpu.sh" "$out" "$@" || rc=1 ;;
   text-facts) bash "$here/notebooks/text-facts/run.sh" "$out" "$@" || rc=1 ;;
   *) echo "unknown step $step (see the list at the top of $0)"; exit 2 ;;
 esac

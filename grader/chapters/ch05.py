@@ -30,6 +30,7 @@ from ..harness import answers, plots
 from ..profiling.diagnose import Case
 from ..harness.answers import call_learner, check_floor_ms, check_gemm_flops, require_close
 from ..cuda import archs
+from ..cuda.crosscompile import pipeline_buffers
 from ..cuda.gpu import arch_here, gpu_info, gpu_or_reason, has_gpu
 from ..errors import CheckFailed
 from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, as_learner, check_correctness, check_speed,
@@ -190,17 +191,6 @@ SANITIZE = (
 
 
 # ------------------------------------------------------------------ configurations that fit this GPU
-
-def pipeline_buffers(config, arch: archs.Arch) -> int:
-    """How many K chunks of A and B Triton keeps in shared memory for `config` on `arch`.
-
-    Read from the compiler, not assumed: Triton 3.6 and 3.9 compile a `num_stages` = s pipeline to
-    s - 1 buffers where tl.dot becomes mma.sync (sm_80 to sm_89) and to s where it becomes Hopper's
-    wgmma (sm_90, for tiles of at least 64 rows: the worked 32 x 32 kernel stays on mma.sync there,
-    with s - 1). `compiled.metadata.shared` of every configuration of the solution on every
-    architecture: tests/cuda/test_cross_arch.py. Architectures the course does not check get s."""
-    return config.num_stages if arch.capability >= (9, 0) else max(1, config.num_stages - 1)
-
 
 def shared_memory_bytes(config, arch: archs.Arch) -> int:
     """The shared memory a matmul configuration asks for on `arch`: its pipeline's buffers, each a

@@ -12,8 +12,9 @@ Exercises
 - 7b   `add_rmsnorm(x, residual, weight, out, residual_out)`: residual_out = x + residual, and
        out = RMSNorm(residual_out) * weight with fp32 statistics, fp16 or bf16, in Triton. Speed bar vs
        torch eager (bars.toml "7b"); torch.compile reported, never graded
-- 7.P  diagnose: two recorded profiles of 7a's rungs; the binding constraint of the first and the rung that
-       relieves it (CPU-checkable; `DIAGNOSE`)
+- 7.P  diagnose, two cases: the softmax with its row on chip beside the solution (occupancy), and 7b's
+       unfused rung beside the fused one (its extra pass); for each, the binding constraint of the first rung
+       and the rung that relieves it (CPU-checkable; `DIAGNOSE`)
 - 7c   stretch, `groupnorm_silu(x, weight, bias, out)`: GroupNorm (32 groups) then SiLU, fp16, in
        Triton, against torch eager and torch.compile (bars.toml "7-stretch", reported only)
 
@@ -86,9 +87,10 @@ def _softmax_output(size: SoftmaxSize, device: str) -> torch.Tensor:
 def _softmax_tolerance(size: SoftmaxSize) -> tuple[float, float]:
     """(rtol, atol) against float64, and why.
 
-    Each output is exp(x - max) / sum: a correct fp32 kernel errs by the exponential's rounding (CUDA's
-    fast `__expf` is within a few ulp for the arguments here: 3e-6 relative at most on an H100) and the
-    sum's (a few 1e-7 with partial sums per thread). rtol = 1e-4 leaves 30x room, and it is relative to
+    Each output is exp(x - max) / sum: a correct fp32 kernel errs by the exponential's rounding and the
+    sum's (a few 1e-7 with partial sums per thread). CUDA's fast `__expf` errs by at most 2 + floor(|1.173 x|)
+    ulp (CUDA C++ Programming Guide, intrinsic functions): the arguments here are x - max <= 0, and the
+    outputs that matter at this tolerance have x - max above about -20, 25 ulp, 3e-6 relative. rtol = 1e-4 leaves 30x room, and it is relative to
     every output however small, because atol is tiny: at 50,257 columns the outputs are about 2e-5, so
     an absolute tolerance of 1e-6 would let a sum that missed 3% of the row pass. A reduction that drops
     one element of 31 is 3% out everywhere."""
@@ -119,7 +121,8 @@ SOFTMAX = Exercise(
     tolerance=_softmax_tolerance,
     speed_hint="one block of 1,024 threads per row; one pass that keeps an online (max, sum) per thread and "
                "reads 16-byte float4s when the row length is a multiple of 4; warp shuffles, then one value "
-               "per warp through shared memory; a second pass that re-reads the row (from L2) and writes it.",
+               "per warp through shared memory; a second pass that re-reads the row (mostly from DRAM: L2 keeps "
+               "about a third of it) and writes it.",
 )
 
 # ================================================================== 7b: residual add + RMSNorm
@@ -127,8 +130,8 @@ SOFTMAX = Exercise(
 NormSize = tuple[int, int]   # (rows, hidden)
 
 # 16,384 tokens of a model 4,096 wide (a Llama 7B layer's width): 128 MiB per fp16 tensor, far beyond
-# any L2, so every pass is a trip to memory. Eager runs the add and the norm's six ops as separate
-# kernels, several in fp32.
+# any L2, so every pass is a trip to memory. Eager runs the add and the norm's eight kernels (upcast, square,
+# mean, add eps, rsqrt, multiply, downcast, the weight) one after another, several in fp32.
 NORM_SPEED_SIZE: NormSize = (16384, 4096)
 NORM_VISIBLE: tuple[NormSize, ...] = ((64, 4096), (100, 1000), (7, 31))
 NORM_HIDDEN: tuple[NormSize, ...] = ((1, 1), (5, 8192), (300, 5120), (33, 2048), (2, 4097))
@@ -334,10 +337,16 @@ class Occupancy:
     """What the chapter's occupancy model says about a launch on one architecture."""
     blocks: int          # resident blocks per SM
     fraction: float      # resident warps / the SM's maximum warps
-    limiter: str         # "threads", "blocks", "registers" or "shared memory": the smallest limit
+    limiters: tuple      # of "threads", "blocks", "registers", "shared memory": every limit that allows `blocks`
+
+    @property
+    def limiter(self) -> str:
+        """The limits that bind, in words: one, or several that allow the same number of blocks."""
+        return " and ".join(self.limiters)
 
     def describe(self) -> str:
-        return f"{self.blocks} blocks per SM, occupancy {100 * self.fraction:.0f}% (limited by {self.limiter})"
+        alike = " alike" if len(self.limiters) > 1 else ""
+        return f"{self.blocks} blocks per SM, occupancy {100 * self.fraction:.0f}% (limited by {self.limiter}{alike})"
 
 
 REGISTER_UNIT = 256          # registers are handed to a warp in units of 256 (8 per thread)
@@ -366,9 +375,9 @@ def occupancy_reference(threads: int, registers: int, shared: int, arch: Arch) -
     per_block = -(-(shared + arch.reserved_shared_per_block) // SHARED_UNIT) * SHARED_UNIT
     if per_block:
         limits["shared memory"] = arch.shared_per_sm // per_block
-    limiter = min(limits, key=lambda k: limits[k])
-    blocks = limits[limiter]
-    return Occupancy(blocks, blocks * warps * WARP / arch.max_threads_per_sm, limiter)
+    blocks = min(limits.values())
+    binding = tuple(name for name, allowed in limits.items() if allowed == blocks)
+    return Occupancy(blocks, blocks * warps * WARP / arch.max_threads_per_sm, binding)
 
 
 # (threads, registers, shared bytes, architecture): every limiter, on the course's architectures. In
@@ -394,8 +403,9 @@ def check_occupancy(occupancy, hidden: bool = False) -> None:
             raise CheckFailed(where + ". It should return a tuple (blocks, occupancy).")
         blocks, fraction = got
         if blocks != want.blocks:
-            raise CheckFailed(where + f". Hint: work out each of the four limits; the {want.limiter} limit is the "
-                              "smallest here.")
+            smallest = (f"the {want.limiter} limit is the smallest here" if len(want.limiters) == 1 else
+                        f"the {want.limiter} limits are the smallest here, and equal")
+            raise CheckFailed(where + f". Hint: work out each of the four limits; {smallest}.")
         if not math.isclose(float(fraction), want.fraction, rel_tol=1e-6):
             raise CheckFailed(where + ". Hint: occupancy is resident warps over the SM's maximum warps.")
     which = "visible and hidden" if hidden else "visible"
@@ -499,7 +509,7 @@ def measure_reductions(kernels: dict[str, Callable], n: int = 1 << 26):
     Prints GB/s and returns {name: GB/s}, torch's included (GPU only)."""
     ok, reason = gpu_or_reason()
     if not ok:
-        print(f"{reason}: nothing to measure here. The figures recorded on an H100 are in the text.")
+        print(f"{reason}: nothing to measure here. The ranges recorded on an H200 are in the text.")
         return None
     gen = torch.Generator(device="cuda").manual_seed(torch.seed())
     x = torch.randn(n, generator=gen, device="cuda")
@@ -589,23 +599,41 @@ def _norm_inputs_meta(size: NormSize, device: str, dtype):
             torch.empty(hidden, device=device, dtype=dtype))
 
 
-# ------------------------------------------------------------------ diagnose: reading two recorded profiles
+# ------------------------------------------------------------------ diagnose: reading recorded profiles
 
-# Two recorded profiles of 7a's rungs (assets/profiles/H100/7a); the learner names what binds the first and the
-# rung that relieves it. Checked on a CPU; the answer key is checked against the recorded numbers by
-# tests/profiling/test_diagnose.py.
-DIAGNOSE = Case(
-    key="7.P", exercise="7a", rung="scalar", beside="solution", binding="bytes-in-flight",
-    next_rung="16-byte loads (float4) in both passes over the row",
-    choices=("pad the reduction's shared array against bank conflicts",
-             "16-byte loads (float4) in both passes over the row",
-             "one thread per row, looping over its 32,000 elements",
-             "a separate first pass for the maximum"),
-    why="Both rungs make the same passes (the row read twice, written once), so they move the same bytes. The "
-        "4-byte rung keeps DRAM at 65% of its peak with its warps waiting on loads (long scoreboard): each thread "
-        "has one 4-byte load in flight at a time. The same passes in 16-byte loads reach 89%, 511 us against "
-        "684 us. A separate pass for the maximum would add bytes, and one thread per row would leave most of "
-        "the GPU idle at 4,096 rows.")
+# Exercise 7.P reads the chapter's own two constraints, one case each, answered in order by one `diagnosis()`:
+# (a) occupancy: the softmax with its row held in shared memory (the stretch goal, 125 KiB a block, one block of
+#     1,024 threads per SM) beside the solution (two blocks per SM), both recorded on an H200
+#     (assets/profiles/H200/7a-occupancy, by assets/results/notebooks/text-facts/run.sh's `diagnose`);
+# (b) the extra pass of 7b's unfused rung (an add kernel, then a norm kernel that reads the sum back) beside the
+#     fused solution, recorded on an H100 (assets/profiles/H100/7b).
+# Checked on a CPU; tests/profiling/test_diagnose.py checks each answer key against the recorded numbers.
+OCCUPANCY_KEY = "four float4 loads in flight per thread in the first pass, issued before any of them is merged"
+FUSION_KEY = "add the residual inside the norm kernel, where the row is already loaded"
+DIAGNOSE = (
+    Case(key="7.P (a)", exercise="7a-occupancy", rung="on_chip", beside="solution", binding="occupancy",
+         next_rung=OCCUPANCY_KEY,
+         choices=("16-byte loads (float4) in both passes over the row", OCCUPANCY_KEY,
+                  "pad the shared row against bank conflicts",
+                  "blocks of 256 threads, so that more blocks fit on an SM"),
+         why="The row held in shared memory (125 KiB a block) leaves room for one block of 1,024 threads per SM: "
+             "half the SM's warps, limited by shared memory, where the solution keeps two blocks. Each thread has one "
+             "16-byte load in flight at a time, so the SM has half the bytes in flight, and DRAM streams below the "
+             "solution's rate although the kernel moves a third fewer bytes. Smaller blocks cannot help (a row still "
+             "takes the SM's shared memory) and neither can padding (its float4 accesses are conflict-free): each "
+             "warp must keep more bytes in flight. The same kernel issuing four loads before it merges any "
+             "(`on_chip_loads`, recorded with them) keeps its one read and takes less time.",
+         gpu="H200"),
+    Case(key="7.P (b)", exercise="7b", rung="unfused", beside="solution", binding="extra-memory-passes",
+         next_rung=FUSION_KEY,
+         choices=("16-byte loads in both kernels", FUSION_KEY, "more warps per program for rows of 4,096",
+                  "replay the two launches as a CUDA graph"),
+         why="Each kernel of the unfused rung streams well: its longest, the add, keeps DRAM near its peak. The "
+             "launch does not: two kernels move more bytes in all than the fused solution's one, because the add "
+             "kernel writes the sum and the norm kernel reads it back, one more pass over the matrix, five against "
+             "four. Only putting the add inside the norm kernel removes it: wider loads and more warps change how "
+             "fast the bytes move, not how many, and a CUDA graph saves a launch, not a pass."),
+)
 
 
 def check_diagnosis(diagnosis) -> None:

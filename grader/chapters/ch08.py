@@ -8,7 +8,8 @@ Exercises
       transformer block built only from the learner's kernels of chapters 5, 6 and 7. Graded on
       correctness against float64 and on speed against torch eager (bars.toml "8b"); torch.compile is
       reported, never graded
-- 8.P diagnose: two recorded profiles of 8b's block; the binding constraint of the first and the rung that
+- 8.P diagnose: the block of the learner's kernels at B = 1, N = 256 and at B = 64, each an Nsight Compute profile
+      joined to a device trace of calls back to back; the binding constraint of the first and the rung that
       relieves it (CPU-checkable; `DIAGNOSE`)
 
 The block follows the fused-residual convention of inference engines: it takes the previous layer's
@@ -673,21 +674,24 @@ def plot_shares(rows: list[ProfileRow], title: str = ""):
 
 # ------------------------------------------------------------------ diagnose: reading two recorded profiles
 
-# Two recorded profiles of 8b's block (assets/profiles/H100/8b: each rung's longest kernel); the learner names
-# what binds the first and the rung that relieves it. Checked on a CPU; the answer key is checked against the
-# recorded numbers by tests/profiling/test_diagnose.py.
+# Exercise 8.P: the solution's block at B = 1, N = 256 (one short sequence), where the GPU waits for the host
+# between the block's launches, beside the same block at the graded B = 64. Each rung is its Nsight Compute
+# signature (the longest kernel, and the call's totals) joined to a device trace of calls run back to back
+# (grader.profiling.timeline: the call's time, the share of it the GPU was busy, and the call replayed as a
+# CUDA graph), recorded on an H200 (assets/profiles/H200/8b-host, by assets/results/notebooks/text-facts/run.sh's
+# `diagnose`). Checked on a CPU; tests/profiling/test_diagnose.py checks the key against the recorded numbers.
+HOST_BOUND_SIZE: Size = (1, 256, 512)
+GRAPH_KEY = "capture the block in a CUDA graph after a few warm-up calls, and replay it"
 DIAGNOSE = Case(
-    key="8.P", exercise="8b", rung="naive_tiles", beside="solution", binding="cache-traffic-per-flop",
-    next_rung="chapter 5's 5a kernel: large tiles, grouped order, autotuned",
-    choices=("fuse the residual add into the norm kernel",
-             "chapter 5's 5a kernel: large tiles, grouped order, autotuned",
-             "capture the block in a CUDA graph",
+    key="8.P", exercise="8b-host", rung="b1", beside="b64", binding="host-bound", next_rung=GRAPH_KEY,
+    choices=("chapter 5's larger tiles for the projections", GRAPH_KEY, "fuse each residual add into its norm",
              "16-byte loads in the bias and GELU epilogue"),
-    why="The block's longest kernel with chapter 5's naive 32x32 tiles takes 1,598 us against the solution's "
-        "378 us, with DRAM at 6% of its peak, 98% of its loads hitting L2 and its warps waiting on them: each "
-        "operand a 32x32 tile loads serves only 32 multiply-adds, so the same operands come through L2 again "
-        "and again. Larger tiles reuse each load many more times. Fusing the norm, a CUDA graph or wider "
-        "epilogue loads leave the matmul's own traffic as it is.")
+    why="The same kernels run at both sizes, but for one sequence of 256 tokens the GPU is busy for only part of "
+        "each call (GPU busy%), far less than at B = 64: between kernels it waits for the host, for the launchers' "
+        "Python, Triton's launch path and the driver. The kernels' own columns describe the time the GPU works; making any of them faster "
+        "does not shorten the wait. Fewer launches do: replayed as a CUDA graph (recorded with them), the block at "
+        "that size takes less time a call. The residual adds are already fused into the norms.",
+    gpu="H200")
 
 
 def check_diagnosis(diagnosis) -> None:

@@ -148,8 +148,8 @@ def run(chapters: str | None, runs: int, out: Path, bars: str | None = None, gpu
         "gpu": info.name, "arch": arch, "versions": versions(), "runs": runs, "gpus": gpus,
         "date": time.strftime("%Y-%m-%d"),
         "seconds": {"all": round(wall, 1), **{c: round(s, 1) for c, s in per_chapter.items()}},
-        "bars": [{"key": p.key, "bar": p.current.bar, "separates": p.separates, "proposed": p.proposed,
-                  "why_none": p.why_none,
+        "bars": [{"key": p.key, "bar": p.current.bar, "graded": p.current.graded, "separates": p.separates,
+                  "proposed": p.proposed, "kept": p.kept, "verdict": p.verdict(), "why_none": p.why_none,
                   "kind": p.current.kind,
                   "rungs": [{"label": f.rung.label, "expect": f.rung.expect, "values": list(f.values),
                              "event_values": list(f.event_values), "traced_ratios": list(f.traced_ratios),
@@ -157,7 +157,29 @@ def run(chapters: str | None, runs: int, out: Path, bars: str | None = None, gpu
                             for f in p.figures]} for p in proposals]}, indent=1))
     for reason in untimed:
         print(f"not timed: {reason}")
-    held = [p.key for p in proposals if p.separates]
-    print(f"The current bars separate the rungs of {len(held)} of {len(proposals)} bars on this GPU. Proposed bars: "
-          f"{out} (use it with `ladder grade --bars {out}`); every run's figures: {record}")
-    return 0 if len(held) == len(proposals) and not untimed else 1
+    for line in summary(proposals):
+        print(line)
+    print(f"Proposed bars: {out} (use it with `ladder grade --bars {out}`); every run's figures: {record}")
+    return 0 if all(p.kept for p in proposals) and not untimed else 1
+
+
+def summary(proposals: list[Proposal]) -> list[str]:
+    """Which bars are graded and which reported, and what the calibration does with each."""
+    def outcome(p: Proposal) -> str:
+        if p.proposed is None:
+            return f"{p.key} not gradable here"
+        unit = p.current.unit
+        if p.kept:
+            return f"{p.key} {p.proposed:.2f}{unit} kept" + (" (thin margin)" if p.thin() else "")
+        return f"{p.key} {p.current.bar:.2f}{unit} -> {p.proposed:.2f}{unit}"
+
+    lines = []
+    for kind, what in (("graded", "Graded bars (a speed cell's points)"),
+                       ("reported", "Reported bars (stretch goals: shown to the learner, never graded)")):
+        these = [p for p in proposals if p.kind == kind]
+        if these:
+            lines.append(f"{what}: {'; '.join(outcome(p) for p in these)}")
+    kept = sum(p.kept for p in proposals)
+    lines.append(f"The course's bars hold on this GPU for {kept} of {len(proposals)} bars"
+                 + ("." if kept == len(proposals) else "; the others are proposed above, each with its margins."))
+    return lines

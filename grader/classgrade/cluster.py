@@ -6,7 +6,7 @@ Dask workers, each of which grades one student at a time on one GPU.
 - `--workers N`: N local worker processes with no GPU pinning, so only where no GPU is in use (a machine
   without GPUs, or LADDER_FORCE_NO_GPU; the tests): refused where its students would share one.
 - `--scheduler ADDR`: an existing Dask scheduler whose workers were started with `--nthreads 1
-  --resources GPU=1` and one GPU each (README, "Grading a class").
+  --resources GPU=1` and one GPU each (docs/instructors.md, "A Slurm cluster").
 - `--cluster slurm|pbs|sge|lsf --jobs N`: dask-jobqueue submits N batch jobs of one worker and one GPU.
 
 Every task asks for the resource GPU=1, and every worker made here has exactly one, so no two students
@@ -54,6 +54,42 @@ def _need(module: str, extra: str = "class"):
     except ImportError:
         raise LadderError(f"grading on Dask workers (--gpus N, --workers, --scheduler, --cluster) needs "
                           f"{module.split('.')[0]}: pip install -e '.[{extra}]'") from None
+
+
+def jobqueue():
+    """dask_jobqueue, imported with this process's SIGINT handler kept.
+
+    dask-jobqueue sets a SIGINT handler as it is imported (`signal.signal` in `dask_jobqueue.runner`, 0.9),
+    which only the main thread may do: imported first in `Starting`'s thread it raised "signal only works in
+    main thread", and every `--cluster` failed. So `Starting` imports it from the main thread before its own
+    thread starts; and the handler it set (an exit with no KeyboardInterrupt) is put back, so that Ctrl-C stops
+    `ladder grade` as it does without a batch system."""
+    import signal
+    import sys
+    import threading
+
+    if "dask_jobqueue" in sys.modules or threading.current_thread() is not threading.main_thread():
+        return _need("dask_jobqueue")
+    kept = signal.getsignal(signal.SIGINT)
+    try:
+        return _need("dask_jobqueue")
+    finally:
+        signal.signal(signal.SIGINT, kept)
+
+
+# The variable each batch system sets in its jobs to the job's id (SGE's JOB_ID is a common name: read only
+# where SGE_ROOT says the job is SGE's).
+BATCH_JOB_IDS = (("SLURM_JOB_ID", "Slurm"), ("PBS_JOBID", "PBS"), ("LSB_JOBID", "LSF"), ("JOB_ID", "SGE"))
+
+
+def batch_job() -> str:
+    """The batch job this process runs in ("Slurm job 42"), or "" outside one: where a student was graded names
+    it, so that the scheduler's own records (sacct, qstat) can be found from the class's summary."""
+    for variable, system in BATCH_JOB_IDS:
+        value = os.environ.get(variable, "").strip()
+        if value and (system != "SGE" or os.environ.get("SGE_ROOT")):
+            return f"{system} job {value}"
+    return ""
 
 
 def own_gpu() -> str:
@@ -118,7 +154,7 @@ def client_for(where: Where):
                 cluster = _local_or_batch(where, distributed)
                 client = distributed.Client(cluster)
                 if where.cluster:
-                    cluster.scale(jobs=where.jobs)
+                    submit(cluster, where)
             try:
                 yield client
             finally:
@@ -139,6 +175,11 @@ class Starting:
     def __init__(self, where: Where, then=None):
         from concurrent.futures import ThreadPoolExecutor
 
+        if where.cluster:
+            try:
+                jobqueue()   # from this thread, the main one (jobqueue says why)
+            except LadderError:
+                pass         # raised again by `client()`, as every error starting Dask is
         self._stack = ExitStack()
         self.ready: float | None = None   # when the client and `then` were done (epoch seconds)
         self.prepared = None              # what `then` returned
@@ -207,14 +248,49 @@ def _local_or_batch(where: Where, distributed):
                               "flag (one student at a time on one GPU)")
         return distributed.LocalCluster(n_workers=where.workers, threads_per_worker=1, processes=True,
                                         resources=RESOURCE, memory_limit=0)
-    jobqueue = _need("dask_jobqueue")
     kind = where.cluster.lower()
     if kind not in JOBQUEUE_CLASSES:
         raise LadderError(f"--cluster {where.cluster}: use one of {', '.join(JOBQUEUE_CLASSES)}")
     options = dict(JOBQUEUE_DEFAULTS, **where.cluster_options)
     options.setdefault("job_extra_directives", [GPU_DIRECTIVE[kind]])
     options["worker_extra_args"] = [*options.get("worker_extra_args", []), "--resources", "GPU=1"]
-    return getattr(jobqueue, JOBQUEUE_CLASSES[kind])(**options)
+    return getattr(jobqueue(), JOBQUEUE_CLASSES[kind])(**options)
+
+
+def submit(cluster, where: Where) -> None:
+    """Submit the batch jobs of `where` and return once the batch system has taken them (not once they run: a
+    queue may hold them for hours).
+
+    Not `cluster.scale(jobs=N)`, which submits them from dask-jobqueue's event loop, where a refusal (no `sbatch`
+    on this machine; a partition, account or GPU request the batch system rejects) is only logged as a traceback,
+    and `ladder grade` then waited for workers for ever. The same two steps as `scale`, with the submission
+    awaited here (SpecCluster's __init__ starts its workers so), so that the batch system's own message stops
+    the run."""
+    import shutil
+
+    # Looked for first: LSF's submission goes through a shell, whose "not found" says nothing of bsub
+    program = cluster.job_cls.submit_command.split()[0]
+    if shutil.which(program) is None:
+        raise LadderError(f"--cluster {where.cluster}: {program} is not on this machine's PATH: run `ladder grade` "
+                          f"where {where.cluster} jobs can be submitted (a login node)")
+    while len(cluster.worker_spec) < where.jobs:   # one entry a batch job (JobQueueCluster.scale)
+        cluster.worker_spec.update(cluster.new_worker_spec())
+    try:
+        cluster.sync(cluster._correct_state)
+    except Exception as exc:   # noqa: BLE001 - whatever the submission raised, said in one message
+        from distributed.core import Status
+
+        # a job never submitted has nothing to cancel: marked failed, which is what SpecCluster's close expects of it
+        for name, job in list(cluster.workers.items()):
+            if getattr(job, "job_id", None) is None:
+                job.status = Status.failed
+                del cluster.workers[name]
+                cluster.worker_spec.pop(name, None)
+        # dask-jobqueue's message holds the command, its exit code, its stdout and its stderr: the last says why
+        said = " ".join(str(exc).rpartition("stderr:")[2].split()) or " ".join(str(exc).split())
+        raise LadderError(f"--cluster {where.cluster}: the batch system refused the worker jobs: {said[-1500:]}. "
+                          "Check --cluster-option (queue, account, walltime, memory, cores, "
+                          "job_extra_directives)") from None
 
 
 # dask-cuda starts every worker with its preload `dask_cuda.initialize --create-cuda-context` (for UCX, which this
@@ -244,7 +320,7 @@ def _check_workers(client) -> None:
     workers = (client.scheduler_info(n_workers=-1) if takes else client.scheduler_info())["workers"]
     if workers and not any(w.get("resources", {}).get("GPU") for w in workers.values()):
         raise LadderError("the scheduler's workers offer no GPU resource: start each with one GPU and "
-                          "`dask worker ADDR --nthreads 1 --resources GPU=1` (README, Grading a class)")
+                          "`dask worker ADDR --nthreads 1 --resources GPU=1` (docs/instructors.md)")
 
 
 def dashboard(client) -> str | None:
@@ -266,5 +342,11 @@ def parse_options(pairs: list[str]) -> dict:
         if "=" not in pair:
             raise LadderError(f"--cluster-option {pair!r}: write KEY=VALUE, e.g. queue=gpu")
         key, value = pair.split("=", 1)
-        out[key.strip().replace("-", "_")] = yaml.safe_load(value)
+        try:
+            out[key.strip().replace("-", "_")] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            where = getattr(exc, "problem_mark", None)
+            raise LadderError(f"--cluster-option {pair}: its value is not YAML ({getattr(exc, 'problem', None) or exc}"
+                              + (f" at column {where.column + 1}" if where else "")
+                              + "); quote lists as YAML does, e.g. job_extra_directives=['--gres=gpu:a100:1']") from None
     return out

@@ -23,27 +23,43 @@ CELL_COLUMNS = ("student", "cell", "points", "max", "passed", "reason", "message
 def student_reason(grade: StudentGrade) -> tuple[str, str]:
     """(reason code, first line of the message): `graded` for a graded student."""
     if grade.error is None:
-        return GRADED, ""
+        points = grade.points()
+        return GRADED, points.describe() if points.unchecked else ""
     return grade.reason or "not-graded", (grade.error.strip().splitlines() or [""])[0]
 
 
+POINT_COLUMNS = ("lost_points", "not_checked_points", "not_checked_why")
+
+
+def points_columns(grade: StudentGrade) -> dict[str, str]:
+    """A graded student's points lost, and not checked here with why (grader.notebooks.points): "" for a student
+    not graded, whose `reason` says why nothing was checked."""
+    if grade.error is not None or not grade.cells:
+        return dict.fromkeys(POINT_COLUMNS, "")
+    points = grade.points()
+    return {"lost_points": f"{points.lost:g}", "not_checked_points": f"{points.unchecked:g}",
+            "not_checked_why": points.why_not_checked()}
+
+
 def write_grades(ws: "Workspace", path: Path, grades: list[StudentGrade]) -> None:
-    """nbgrader's grades CSV, with `reason` and `reason_message` columns: `graded` and nothing, or why
-    this student scored 0 without being graded. Students of the gradebook not in this run keep `graded`
-    where the gradebook holds their submission."""
+    """nbgrader's grades CSV, with `reason` and `reason_message` columns: `graded` and nothing (or, where this
+    machine could not check some cells, "3/3 checked points; 12 points need a GPU"), or why this student scored 0
+    without being graded; and the points each graded student lost and those not checked here, with why. Students of
+    the gradebook not in this run keep `graded` where the gradebook holds their submission."""
     path.parent.mkdir(parents=True, exist_ok=True)
     ws.export_csv(path)
     why = {g.student: student_reason(g) for g in grades}
+    points = {g.student: points_columns(g) for g in grades}
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
         columns = list(rows[0]) if rows else []
     with open(path, "w", newline="") as fh:
-        out = csv.DictWriter(fh, fieldnames=[*columns, "reason", "reason_message"] if columns else
-                             ["student_id", "reason", "reason_message"])
+        out = csv.DictWriter(fh, fieldnames=[*(columns or ["student_id"]), "reason", "reason_message", *POINT_COLUMNS])
         out.writeheader()
         for row in rows:
             reason, message = why.get(row["student_id"], (GRADED if row.get("timestamp") else "", ""))
-            out.writerow({**row, "reason": reason, "reason_message": message})
+            out.writerow({**row, "reason": reason, "reason_message": message,
+                          **points.get(row["student_id"], dict.fromkeys(POINT_COLUMNS, ""))})
 
 
 def write_cells(path: Path, grades: list[StudentGrade]) -> None:

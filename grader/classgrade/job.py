@@ -61,3 +61,11 @@ class StudentGrade:
     cell_reasons: dict[str, tuple[str, str]] = field(default_factory=dict)
     started: float = 0.0     # when its worker began (time.time()), 0 where not graded in this run
     split: dict = field(default_factory=dict)   # where its seconds went (grader.classgrade.timing.student_split)
+
+    def points(self):
+        """Earned, lost, and not checked here, with why (grader.notebooks.points.Points), from each graded cell's
+        points and the reason of each that did not pass (`cell_reasons`)."""
+        from ..notebooks.points import Points
+
+        return Points.of((pts, most, self.cell_reasons.get(cell, (None, ""))[0])
+                         for cell, (pts, most) in self.cells.items())

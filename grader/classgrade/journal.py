@@ -92,17 +92,56 @@ def retrying(action, attempts: int = 8):
             time.sleep(0.05 * 2 ** attempt)
 
 
+def checked_url(db_url: str) -> str:
+    """`db_url` if SQLAlchemy can open a database through it on this machine; otherwise LadderError saying why in
+    one line: not a URL, a database SQLAlchemy does not know, or its driver not installed."""
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        url = make_url(db_url)
+    except ArgumentError:
+        raise LadderError(f"--db {db_url!r} is not a database URL: write it as SQLAlchemy does, e.g. "
+                          "postgresql+psycopg://grader@host/class or sqlite:///gradebook.db") from None
+    shown = url.render_as_string(hide_password=True)
+    try:
+        dialect = url.get_dialect()
+    except NoSuchModuleError:
+        raise LadderError(f"--db {shown}: SQLAlchemy knows no database {url.drivername!r}; use postgresql+psycopg:// "
+                          "or sqlite:///") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        raise LadderError(f"--db {shown}: the driver for {url.drivername} is not installed ({exc}); for PostgreSQL, "
+                          "write postgresql+psycopg:// (psycopg comes with pip install -e '.[class]')") from None
+    return db_url
+
+
 class Journal:
-    def __init__(self, db_url: str):
+    def __init__(self, db_url: str, existing: bool = False):
+        """The journal in the gradebook at `db_url`, its tables made where missing; with `existing`, only in a
+        gradebook `ladder grade` wrote, which must be there (LadderError otherwise, having created nothing)."""
+        shown = make_url(db_url).render_as_string(hide_password=True)
+        if existing:
+            _must_exist(db_url, shown)
         self.engine = create_engine(db_url)
         try:
-            for table in (TABLE, SPLIT_TABLE):
+            if existing:
+                from sqlalchemy import inspect
+
+                found = set(inspect(self.engine).get_table_names())
+                if not {TABLE.name, "assignment"} <= found:
+                    raise LadderError(f"{shown} is not a gradebook `ladder grade` wrote (it has no "
+                                      f"{' or '.join(sorted({TABLE.name, 'assignment'} - found))} table): give the "
+                                      "--db that `ladder grade` was given")
+            for table in (TABLE, SPLIT_TABLE) if not existing else (SPLIT_TABLE,):   # a gradebook from before it
                 retrying(lambda table=table: table.create(self.engine, checkfirst=True))
         except OperationalError as exc:   # the first contact with the gradebook: say which, and why
-            shown = make_url(db_url).render_as_string(hide_password=True)
             reason = str(exc.orig or exc).strip().splitlines()[0]
             raise LadderError(f"cannot open the gradebook at {shown}: {reason}. Check --db (is the database "
                               "server running, and does the database exist?)") from None
+        except LadderError:
+            self.engine.dispose()
+            raise
 
     def entries(self, assignment: str) -> dict[str, Entry]:
         with self.engine.connect() as conn:
@@ -134,3 +173,14 @@ class Journal:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _must_exist(db_url: str, shown: str) -> None:
+    """An SQLite gradebook's file must be there before it is opened: opening one makes an empty file."""
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite":
+        from pathlib import Path
+
+        if not url.database or url.database == ":memory:" or not Path(url.database).is_file():
+            raise LadderError(f"no gradebook at {shown}: give the --db that `ladder grade` was given (its default is "
+                              "WORKSPACE/gradebook.db)")

@@ -8,9 +8,11 @@ they lost, then each graded cell's pass rate over the class.
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 from tqdm.auto import tqdm
 
+from ..notebooks.points import NOT_CHECKED, class_not_checked
 from .job import StudentGrade
 
 
@@ -60,7 +62,9 @@ def summary(grades: list[StudentGrade]) -> list[str]:
         status = f"{g.score:g}/{g.max_score:g}" + (f"  [{g.reason or 'not-graded'}] ({g.error.splitlines()[0]})"
                                                    if g.error else "")
         how = "already graded" if g.skipped else f"{g.seconds:.0f} s on {g.worker}" if g.worker else ""
-        lines.append(f"{g.student:<20} {status:<12} {how}")
+        points = g.points()
+        unchecked = f"  ({points.describe()})" if g.error is None and points.unchecked else ""
+        lines.append(f"{g.student:<20} {status:<12} {how}{unchecked}")
         for note in g.notes:
             lines.append(f"    ~ {note}")
         if g.error and not g.cells:   # not graded at all: the whole reason, which the status line only begins
@@ -69,21 +73,37 @@ def summary(grades: list[StudentGrade]) -> list[str]:
         for loss in g.kernel_losses:
             lines.append(f"    ! {loss}")
         lines.extend(cell_lines(g))
-    cells: dict[str, list[bool]] = {}
+    cells: dict[str, list[str | None]] = {}   # cell -> each graded student's: None (passed), or the reason
     for g in grades:
         if g.error is None:
             for cell, (pts, mx) in g.cells.items():
-                cells.setdefault(cell, []).append(pts == mx)
+                cells.setdefault(cell, []).append(None if pts == mx else g.cell_reasons.get(cell, ("failed",))[0])
     if cells:
         graded = sum(1 for g in grades if g.error is None)
-        lines.append(f"\npass rate per cell ({graded} of {len(grades)} student(s) graded):")
-        for cell, passed in cells.items():
-            lines.append(f"    {cell:<24} {sum(passed):>4}/{len(passed):<4} {100 * sum(passed) / len(passed):5.1f}%")
+        lines.append(f"\npass rate per cell ({graded} of {len(grades)} student(s) graded), of the students it was "
+                     "checked for:")
+        for cell, outcomes in cells.items():
+            unchecked = Counter(r for r in outcomes if r in NOT_CHECKED)
+            checked = len(outcomes) - sum(unchecked.values())
+            passed = sum(r is None for r in outcomes)
+            rate = f"{100 * passed / checked:5.1f}%" if checked else "    –"
+            why = ", ".join(f"{n} {reason}" for reason, n in unchecked.most_common())
+            lines.append(f"    {cell:<24} {passed:>4}/{checked:<4} {rate}" + (f"  not checked: {why}" if why else ""))
+        lines += not_checked_lines(grades)
     timed = [g.seconds for g in grades if not g.skipped and g.worker]
     if timed:
         lines.append(f"\ngrading time per student: median {sorted(timed)[len(timed) // 2]:.0f} s, "
                      f"longest {max(timed):.0f} s")
     return lines
+
+
+def not_checked_lines(grades: list[StudentGrade]) -> list[str]:
+    """The points this machine could not check, apart from those lost (grader.notebooks.points.class_not_checked)."""
+    each = [g.points() for g in grades if g.error is None]
+    said = class_not_checked(each)
+    if said is None:
+        return []
+    return [f"\nnot checked here, not lost: {said}; points lost in all: {sum(p.lost for p in each):g}"]
 
 
 def cell_lines(grade: StudentGrade) -> list[str]:

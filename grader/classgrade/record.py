@@ -78,20 +78,48 @@ def kernel_losses(autograded_nb: Path) -> list[str]:
 class Workspace:
     """The instructor's nbgrader course folder for one assignment, and its gradebook."""
 
-    def __init__(self, folder: Path, assignment: str, notebook: str, db_url: str | None = None):
+    def __init__(self, folder: Path, assignment: str, notebook: str, db_url: str | None = None,
+                 existing: bool = False):
         self.folder = folder.resolve()
         self.assignment = assignment
         self.notebook = notebook
         self.db_url = db_url or course.sqlite_url(self.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.journal = Journal(self.db_url)
+        self.journal = Journal(self.db_url, existing=existing)
         self._recording_api = None
 
     @classmethod
-    def existing(cls, folder: Path, assignment: str | None = None, db_url: str | None = None) -> Workspace:
-        """A workspace `ladder grade` graded in, for reading; the assignment may be left out where it holds one."""
+    def existing(cls, folder: Path, assignment: str | None = None, db_url: str | None = None,
+                 all_its_students: bool = True) -> Workspace:
+        """A workspace `ladder grade` graded in, for reading; the assignment may be left out where it holds one.
+        Its gradebook must be there, and (`all_its_students`) hold every student the workspace holds a page for: a
+        wrong --db made an empty gradebook, and a report of it replaced the class's. (Not asked of the gradebook
+        `ladder grade` has just written, which may be another than the one that graded a page's student before.)"""
         assignment, notebook = course.graded_assignment(Path(folder).resolve(), assignment)
-        return cls(Path(folder), assignment, notebook, db_url)
+        ws = cls(Path(folder), assignment, notebook, db_url, existing=True)
+        try:
+            if all_its_students:
+                ws._holds_its_students()
+        except LadderError:
+            ws.close()
+            raise
+        return ws
+
+    def _holds_its_students(self) -> None:
+        from nbgrader.api import Gradebook
+        from sqlalchemy.engine import make_url
+
+        paged = {p.name for p in (self.folder / "feedback").iterdir() if p.is_dir()} \
+            if (self.folder / "feedback").is_dir() else set()
+        with Gradebook(self.db_url) as gb:
+            held = {student.id for student in gb.students}
+        missing = sorted(paged - held)
+        if missing:
+            shown = make_url(self.db_url).render_as_string(hide_password=True)
+            named = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            raise LadderError(f"the gradebook at {shown} holds {len(paged) - len(missing)} of the {len(paged)} "
+                              f"students graded in {self.folder} (not {named}): give the --db that `ladder grade` "
+                              "was given; the class report was left as it was")
 
     def prepare(self, source: dict[str, bytes]) -> None:
         """Generate the assignment into the gradebook; again, after a pause, where another `ladder grade`

@@ -9,6 +9,12 @@ rungs a speed is set beside are the calibration runs kept in assets/results/*/ (
 
 Figures are matplotlib PNGs inlined as base64 and the page comes from a Jinja2 template
 (report.html.j2), so it opens from disk in any browser: no server, no network, no script.
+
+The first screen says where the class stands (every student grades.csv counts, a student not graded as its 0;
+the points not checked here apart from those lost) and who needs help, one line a student: their first cell that
+lost points, linked to it in their feedback. Every long list folds after `SHOWN` rows (HTML's <details>), and the
+time per student is a histogram past `BARS_PER_STUDENT` students, so that a class of 200 stays a few screens long.
+Every sentence is said of the class at hand: none claims a pass for a class nobody was graded in.
 """
 
 from __future__ import annotations
@@ -26,14 +32,16 @@ from typing import TYPE_CHECKING
 
 from ..errors import REASONS, LadderError
 from ..notebooks.check import CellResult, grade_cells
+from ..notebooks.points import NOT_CHECKED, Points, class_not_checked
 
 if TYPE_CHECKING:
     from .record import Workspace
 
 REPORT_NAME = "report.html"
-# The reasons that reject a kernel for how it got its answer or its time, not for a mistake: the
-# Integrity section lists these, the help section the others.
-INTEGRITY = ("kernel-unused", "library-compute", "swallowed-error", "stray-thread", "tampered", "timer-mismatch",
+# The reasons that reject a kernel for how it got its answer or its time, not for a mistake: the Integrity
+# section groups these; "who needs help" marks a student whose first lost cell is one of them.
+INTEGRITY = ("kernel-unused", "library-compute", "swallowed-error", "stray-thread", "stray-process", "tampered",
+             "timer-mismatch",
              "too-fast", "l2-persist")
 LEADERBOARD_NAMES = ("names", "initials", "none")
 LEADERBOARD_SIZE = 10
@@ -52,6 +60,7 @@ class Speed:
     gpu: str
     passed: bool
     throttled: bool = False   # the SM clock was held down (heat or power) while it was timed
+    crowded: bool = False     # another process computed on the GPU while it was timed (grader.cuda.neighbours)
     unit: str = "x"           # "x", or " of the copy ceiling" for a copy-ceiling bar (grader.harness.bars)
 
 
@@ -69,6 +78,19 @@ class Student:
     worker: str = ""
     attempts: int = 1
     notes: list[str] = field(default_factory=list)
+    why: str | None = None              # why nothing could be graded (a student with no graded cell)
+
+    @property
+    def graded(self) -> bool:
+        return bool(self.cells)
+
+    @property
+    def points(self) -> Points:
+        return Points.of((c.points, c.max_points, c.reason) for c in self.cells)
+
+    def lost_cells(self) -> list[CellResult]:
+        """The graded cells that lost points (not those this machine could not check), in the notebook's order."""
+        return [c for c in self.cells if c.points < c.max_points and (c.reason or "failed") not in NOT_CHECKED]
 
     def link(self, grade_id: str | None = None) -> str | None:
         if self.feedback is None:
@@ -93,7 +115,7 @@ def speed_from(cell: CellResult) -> Speed | None:
     fraction = record.get("fraction") if record.get("kind") == "copy-ceiling" else None
     return Speed(record["key"], float(record["ratio"] if fraction is None else fraction), float(record["bar"]),
                  record.get("gpu") or "?", bool(record["passed"]), bool(record.get("throttled")),
-                 "x" if fraction is None else " of the copy ceiling")
+                 bool(record.get("crowded")), "x" if fraction is None else " of the copy ceiling")
 
 
 def initials(name: str) -> str:
@@ -173,25 +195,32 @@ def _student(ws: Workspace, name: str, score: float, max_score: float, report_di
     return Student(name, score, max_score, cells, ids, speeds, messages, link)
 
 
-def gather(ws: Workspace, report_dir: Path) -> tuple[list[Student], dict[str, str]]:
-    """Every student with a submission in the gradebook, and every student not graded -> why."""
+def gather(ws: Workspace, report_dir: Path) -> list[Student]:
+    """Every student grades.csv has a row for (every student of the gradebook, with this assignment's score, 0
+    where there is no submission), and every student the last run could not grade; a student with no graded cell
+    carries why (`Student.why`)."""
     from nbgrader.api import Gradebook
 
-    students = []
     with Gradebook(ws.db_url) as gb:
-        rows = [(s.student_id, max(0.0, float(s.score or 0.0) - float(s.late_submission_penalty or 0.0)),
-                 float(s.max_score or 0.0)) for s in gb.assignment_submissions(ws.assignment)]
+        submitted = {s.student_id: (max(0.0, float(s.score or 0.0) - float(s.late_submission_penalty or 0.0)),
+                                    float(s.max_score or 0.0)) for s in gb.assignment_submissions(ws.assignment)}
+        everyone = {student.id for student in gb.students}
+        top = float(gb.find_assignment(ws.assignment).max_score or 0.0)
     journal = ws.journal.entries(ws.assignment)
-    for name, score, max_score in sorted(rows):
+    not_graded = ws.not_graded()
+    students = []
+    for name in sorted(everyone | set(submitted) | set(not_graded)):
+        score, max_score = submitted.get(name, (0.0, top))
         student = _student(ws, name, score, max_score, report_dir)
         entry = journal.get(name)
         if entry is not None:
             student.seconds, student.worker, student.attempts = entry.seconds, entry.worker, entry.attempts
             student.notes = entry.notes
+        if not student.cells:
+            student.why = not_graded.get(name) or ("no autograded notebook in the workspace" if name in submitted
+                                                   else "no submission recorded in the gradebook")
         students.append(student)
-    not_graded = ws.not_graded()
-    graded = {s.name for s in students if s.name in journal}
-    return students, {name: why for name, why in not_graded.items() if name not in graded}
+    return students
 
 
 # ----------------------------------------------------------------------------------------------- figures
@@ -215,7 +244,7 @@ def _figure(width: float, height: float):
 
 
 def score_figure(students: list[Student]) -> str:
-    fig, ax = _figure(6, 2.6)
+    fig, ax = _figure(6, 2.2)
     top = max((s.max_score for s in students), default=1.0) or 1.0
     scores = [s.score for s in students]
     bins = [x - 0.5 for x in range(int(top) + 2)] if top <= 40 else 20
@@ -228,23 +257,27 @@ def score_figure(students: list[Student]) -> str:
 
 
 def pass_rate_figure(rates: list[dict]) -> str:
+    """Per graded cell, the graded students who passed (green), failed for each reason, or could not be checked
+    here (grey, hatched)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = _figure(7, 0.35 * len(rates) + 1.0)
-    reasons = sorted({r for row in rates for r, _ in row["reasons"]})
-    others = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i != 2]   # tab10's green is "pass"
-    colours = {reason: others[i % len(others)] for i, reason in enumerate(reasons)}
+    fig, ax = _figure(7, 0.3 * len(rates) + 1.0)
+    labels = list(dict.fromkeys(label for row in rates for label, _ in row["shares"][1:]))
+    others = [c for i, c in enumerate(plt.get_cmap("tab10").colors) if i not in (2, 7)]   # green: pass; grey: unchecked
+    lost = [label for label in labels if not label.startswith("not checked")]
+    colours = {label: others[i % len(others)] for i, label in enumerate(lost)}
     names = [row["cell"] for row in rates][::-1]
     left = [0.0] * len(names)
-    passed = [row["pass_pct"] for row in rates][::-1]
-    ax.barh(names, passed, color="#59a14f", label="pass")
-    left = passed
-    for reason in reasons:
-        share = [dict(row["reasons"]).get(reason, 0.0) for row in rates][::-1]
-        ax.barh(names, share, left=left, color=colours[reason], label=reason)
+    for label in ["pass", *labels]:
+        share = [dict(row["shares"]).get(label, 0.0) for row in rates][::-1]
+        unchecked = label.startswith("not checked")
+        ax.barh(names, share, left=left, label=label, color="#59a14f" if label == "pass" else
+                "#c8c8c8" if unchecked else colours[label], hatch="//" if unchecked else None,
+                edgecolor="white" if not unchecked else "#999999")
         left = [a + b for a, b in zip(left, share)]
     ax.set_xlim(0, 100)
     ax.set_xlabel("% of graded students")
+    ax.tick_params(axis="y", labelsize=8)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     return _png(fig)
 
@@ -277,8 +310,19 @@ def speed_figure(exercise: str, speeds: list[Speed], rungs: list[Rung]) -> str:
     return _png(fig)
 
 
+# Above this many students, a figure of one bar a student would be taller than a screen: their seconds are binned.
+BARS_PER_STUDENT = 30
+
+
 def time_figure(students: list[Student]) -> str:
     timed = sorted((s for s in students if s.seconds is not None), key=lambda s: -s.seconds)
+    if len(timed) > BARS_PER_STUDENT:
+        fig, ax = _figure(7, 2.4)
+        ax.hist([s.seconds for s in timed], bins=20, color="#4878a8", edgecolor="white")
+        ax.set_xlabel("seconds to grade")
+        ax.set_ylabel("students")
+        ax.yaxis.get_major_locator().set_params(integer=True)
+        return _png(fig)
     fig, ax = _figure(7, 0.25 * len(timed) + 1.0)
     ax.barh([s.name for s in timed][::-1], [s.seconds for s in timed][::-1], color="#4878a8")
     ax.set_xlabel("seconds to grade")
@@ -289,7 +333,8 @@ def time_figure(students: list[Student]) -> str:
 # ----------------------------------------------------------------------------------------------- sections
 
 def pass_rates(students: list[Student]) -> list[dict]:
-    """Per graded cell, in notebook order: the share that passed and the share of each reason."""
+    """Per graded cell, in notebook order: the share of the students it was checked for that passed, the share of
+    them each reason failed, and how many it could not be checked for here, by reason (grader.notebooks.points)."""
     order: list[str] = []
     outcomes: dict[str, list[str | None]] = defaultdict(list)
     points: dict[str, float] = {}
@@ -302,33 +347,58 @@ def pass_rates(students: list[Student]) -> list[dict]:
     rates = []
     for gid in order:
         seen = outcomes[gid]
-        reasons = Counter(r for r in seen if r is not None)
-        pct = 100 * sum(r is None for r in seen) / len(seen)
-        rates.append({"cell": gid, "points": points[gid], "students": len(seen), "pass_pct": pct,
-                      "reasons": [(r, 100 * n / len(seen)) for r, n in reasons.most_common()],
-                      "line": f"{gid}: {pct:.0f}% pass" + "".join(
-                          f"{'; ' if i == 0 else ', '}{100 * n / len(seen):.0f}% {r}"
-                          for i, (r, n) in enumerate(reasons.most_common()))})
+        unchecked = Counter(r for r in seen if r in NOT_CHECKED)
+        checked = [r for r in seen if r not in NOT_CHECKED]
+        reasons = Counter(r for r in checked if r is not None)
+        pct = 100 * sum(r is None for r in checked) / len(checked) if checked else None
+        rates.append({"cell": gid, "points": points[gid], "students": len(seen), "checked": len(checked),
+                      "pass_pct": pct,
+                      "reasons": [(r, 100 * n / len(checked)) for r, n in reasons.most_common()],
+                      "not_checked": unchecked.most_common(),
+                      # shares of every graded student, for the figure: pass, each reason, each reason not checked
+                      "shares": [("pass", 100 * sum(r is None for r in seen) / len(seen))]
+                      + [(r, 100 * n / len(seen)) for r, n in reasons.most_common()]
+                      + [(f"not checked: {r}", 100 * n / len(seen)) for r, n in unchecked.most_common()]})
     return rates
 
 
-def groups(students: list[Student], integrity: bool) -> list[dict]:
-    """Students who failed the same cell for the same reason, each with a link to that cell's feedback."""
+def needs_help(students: list[Student]) -> list[dict]:
+    """One row a student who lost points or was not graded, lowest score first: their first cell that lost points
+    (in the notebook's order), its reason and the first line of what it said, linked to that cell of their feedback;
+    how many more cells they lost; whether any of them was rejected for how a kernel got its answer or its time
+    (INTEGRITY). Cells this machine could not check are no student's mistake: left out."""
+    rows = []
+    for s in students:
+        if not s.graded:
+            rows.append({"name": s.name, "link": s.link(), "score": s.score, "max": s.max_score, "cell": None,
+                         "reason": "not-graded", "meaning": REASONS["not-graded"], "message": s.why or "", "more": 0,
+                         "integrity": False})
+            continue
+        lost = s.lost_cells()
+        if not lost:
+            continue
+        first = lost[0]
+        reason = first.reason or "failed"
+        rows.append({"name": s.name, "link": s.link(first.grade_id), "score": s.score, "max": s.max_score,
+                     "cell": first.grade_id, "reason": reason, "meaning": REASONS.get(reason, ""),
+                     "message": s.messages.get(first.grade_id, ""), "more": len(lost) - 1,
+                     "integrity": any((c.reason or "failed") in INTEGRITY for c in lost)})
+    return sorted(rows, key=lambda r: (r["score"], r["name"]))
+
+
+def integrity_groups(students: list[Student]) -> list[dict]:
+    """Students whose kernel was rejected for how it got its answer or its time (INTEGRITY), grouped by reason and
+    cell, each with a link to that cell's feedback."""
     found: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for s in students:
         for c in s.cells:
-            if c.points == c.max_points:
-                continue
             reason = c.reason or "failed"
-            if (reason in INTEGRITY) != integrity:
-                continue
-            found[(c.grade_id, reason)].append({"name": s.name, "link": s.link(c.grade_id),
-                                                "message": s.messages.get(c.grade_id, "")})
+            if c.points < c.max_points and reason in INTEGRITY:
+                found[(c.grade_id, reason)].append({"name": s.name, "link": s.link(c.grade_id),
+                                                    "message": s.messages.get(c.grade_id, "")})
     order = {c.grade_id: i for s in students for i, c in enumerate(s.cells)}   # the notebook's order
-    key = (lambda kv: (kv[0][1], order[kv[0][0]])) if integrity else (lambda kv: (order[kv[0][0]], -len(kv[1])))
-    return [{"cell": gid, "reason": reason, "meaning": REASONS.get(reason, ""), "students": members,
-             "messages": Counter(m["message"] for m in members).most_common(3)}
-            for (gid, reason), members in sorted(found.items(), key=key)]
+    return [{"cell": gid, "reason": reason, "meaning": REASONS.get(reason, ""), "students": members}
+            for (gid, reason), members in sorted(found.items(), key=lambda kv: (kv[0][1], order[kv[0][0]]))]
 
 
 def speed_sections(students: list[Student], rungs: dict[str, list[Rung]], leaderboard: str) -> list[dict]:
@@ -349,40 +419,95 @@ def speed_sections(students: list[Student], rungs: dict[str, list[Rung]], leader
             "exercise": exercise, "bar": speeds[0].bar, "unit": speeds[0].unit, "gpus": gpus, "count": len(speeds),
             "passed": sum(sp.passed for sp in speeds), "median": statistics.median(sp.value for sp in speeds),
             "figure": speed_figure(exercise, speeds, shown), "rungs": shown,
+            "crowded": sum(sp.crowded for sp in speeds),
             "leaders": [{"rank": i + 1, "who": shown_name(s.name, leaderboard), "value": sp.value,
-                         "passed": sp.passed, "throttled": sp.throttled} for i, (s, sp) in enumerate(fastest)]})
+                         "passed": sp.passed, "throttled": sp.throttled, "crowded": sp.crowded}
+                        for i, (s, sp) in enumerate(fastest)]})
     return sections
 
 
-def build(ws: Workspace, leaderboard: str = "initials", out: Path | None = None) -> Path:
-    """Write the class report of the assignment graded in the workspace `ws`; return its path."""
+# How many rows of a long list show before the rest folds (an HTML <details>, no script).
+SHOWN = 12
+
+
+def help_said(rows: list[dict]) -> str:
+    """"12 student(s) need help: 2 not graded; 3 with a kernel rejected for how it got its answer or its time (⚑)",
+    each part said only where it counts someone."""
+    parts = [f"{n} {what}" for n, what in (
+        (sum(r["cell"] is None for r in rows), "not graded"),
+        (sum(bool(r["integrity"]) for r in rows), "with a kernel rejected for how it got its answer or its time (⚑)"))
+        if n]
+    return f"{len(rows)} student(s) need help" + (": " + "; ".join(parts) if parts else "") + "."
+
+
+def no_speed_said(graded: list[Student]) -> str:
+    """Why the report has no speed, true for the class at hand."""
+    if not graded:
+        return "No speed was measured: no student was graded."
+    no_gpu = sum(c.reason == "no-gpu" for s in graded for c in s.cells)
+    if no_gpu:
+        return (f"No speed was measured: the class was graded without a GPU ({no_gpu} graded cell(s) said "
+                "no-gpu).")
+    return "No speed was measured: no graded cell reported one."
+
+
+def retries_said(students: list[Student], retried: list[Student]) -> str | None:
+    """The sentence for a run with no retry and no lost kernel, true for the class at hand; None where some were."""
+    if retried:
+        return None
+    recorded = [s for s in students if s.graded and s.seconds is not None]
+    if not recorded:
+        return "No grading is recorded in the journal for this assignment."
+    unrecorded = sum(s.graded and s.seconds is None for s in students)
+    said = (f"Each of the {len(recorded)} student(s) the journal records was graded at the first attempt, no kernel "
+            "lost.")
+    if unrecorded:
+        said += (f" {unrecorded} graded student(s) have no record in the journal (a run that stopped before "
+                 "recording them).")
+    return said
+
+
+def render(assignment: str, students: list[Student], leaderboard: str = "initials",
+           rungs: dict[str, list[Rung]] | None = None, made: str | None = None) -> str:
+    """The class report's page for `students` (gather), as one self-contained HTML document."""
     import jinja2
 
-    if leaderboard not in LEADERBOARD_NAMES:
-        raise LadderError(f"--leaderboard {leaderboard!r}: choose one of {', '.join(LEADERBOARD_NAMES)}")
-    out = (out or ws.folder / REPORT_NAME).resolve()
-    students, not_graded = gather(ws, out.parent)
-    graded = [s for s in students if s.cells]
+    graded = [s for s in students if s.graded]
+    not_graded = [s for s in students if not s.graded]
     rates = pass_rates(graded)
     gpus = Counter(sp.gpu for s in students for sp in s.speeds)
     timed = [s.seconds for s in students if s.seconds is not None]
+    scores = [s.score for s in students]   # as grades.csv counts them: a student not graded scores 0
+    retried = [s for s in students if s.attempts > 1 or s.notes]
+    points = [s.points for s in graded]
+    helped = needs_help(students)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True,
                              undefined=jinja2.StrictUndefined)
-    page = env.get_template("report.html.j2").render(
-        assignment=ws.assignment, made=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    return env.get_template("report.html.j2").render(
+        assignment=assignment, made=made or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), shown=SHOWN,
         students=students, graded=graded, not_graded=not_graded, leaderboard=leaderboard,
         max_score=max((s.max_score for s in students), default=0.0),
-        mean_score=statistics.mean(s.score for s in graded) if graded else None,
-        median_score=statistics.median(s.score for s in graded) if graded else None,
-        score_figure=score_figure(graded) if graded else None, rates=rates,
+        mean_score=statistics.mean(scores) if scores else None,
+        median_score=statistics.median(scores) if scores else None,
+        not_checked=class_not_checked(points), lost=sum(p.lost for p in points),
+        score_figure=score_figure(students) if students else None, rates=rates,
         rate_figure=pass_rate_figure(rates) if rates else None,
-        speeds=speed_sections(graded, recorded_rungs(), leaderboard),
-        help=groups(graded, integrity=False), integrity=groups(graded, integrity=True),
+        speeds=speed_sections(graded, recorded_rungs() if rungs is None else rungs, leaderboard),
+        no_speed=no_speed_said(graded), help=helped, help_said=help_said(helped),
+        integrity=integrity_groups(graded),
         gpus=gpus, workers=sorted({s.worker for s in students if s.worker}),
         timed=len(timed), median_seconds=statistics.median(timed) if timed else None,
         total_seconds=sum(timed), longest=max(timed) if timed else None,
         time_figure=time_figure(students) if timed else None,
-        retried=[s for s in students if s.attempts > 1 or s.notes])
+        retried=retried, retries=retries_said(students, retried))
+
+
+def build(ws: Workspace, leaderboard: str = "initials", out: Path | None = None) -> Path:
+    """Write the class report of the assignment graded in the workspace `ws`; return its path."""
+    if leaderboard not in LEADERBOARD_NAMES:
+        raise LadderError(f"--leaderboard {leaderboard!r}: choose one of {', '.join(LEADERBOARD_NAMES)}")
+    out = (out or ws.folder / REPORT_NAME).resolve()
+    page = render(ws.assignment, gather(ws, out.parent), leaderboard)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     return out

@@ -30,6 +30,9 @@ from .progress import Progress, outside_students, summary, where_time_went
 from .record import Workspace
 
 
+JOB_LOGS = "jobs"   # in the workspace: each batch job's output (--cluster)
+
+
 def source_notebook(root: Path, assignment: str) -> Path:
     folder = root / SOURCE_DIR / assignment
     notebooks = sorted(folder.glob("*.ipynb"))
@@ -75,23 +78,39 @@ def screen(path: Path | None, assignment: str, root: Path) -> tuple[str, str] | 
     return None
 
 
+def read_instructor_files(bars: Path | None, db_url: str | None) -> None:
+    """Everything the instructor gave besides the submissions, read before any student: the pass-bar override
+    (`--bars`, or LADDER_BARS as set), the gradebook's URL and every LADDER_ setting. Read inside each student's
+    grading instead, a bad one failed every student alike (a bars file that is not TOML scored every speed cell
+    of the class 0, naming a worker's copy of it)."""
+    from ..harness.bars import check_override
+    from .journal import checked_url
+
+    if bars is not None:
+        if not Path(bars).is_file():
+            raise LadderError(f"--bars {bars}: no such file")
+        os.environ["LADDER_BARS"] = str(Path(bars).resolve())  # the notebook kernels inherit it
+    try:
+        config.check_all()
+    except ValueError as exc:
+        raise LadderError(str(exc)) from None
+    check_override()
+    if db_url is not None:
+        checked_url(db_url)
+
+
 def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | None = None,
           bars: Path | None = None, where: Where | None = None, db_url: str | None = None, echo=print,
           progress: bool = True, cells_csv: Path | None = None) -> list[StudentGrade]:
     began = time.time()
     where = where or Where()
+    if where.cluster and "log_directory" not in where.cluster_options:
+        # the batch jobs' own output, in the workspace rather than wherever the command was typed
+        where = replace(where, cluster_options={**where.cluster_options, "log_directory": str(
+            Path(workspace).resolve() / JOB_LOGS)})
     root = course_root() or repo_root()   # repo_root: the error that says where it looked
     source_nb = source_notebook(root, assignment)
-    if bars is not None:
-        if not Path(bars).is_file():
-            raise LadderError(f"--bars {bars}: no such file")
-        os.environ["LADDER_BARS"] = str(Path(bars).resolve())  # the notebook kernels inherit it
-    try:   # read here, before any student: inside a notebook's run a bad value would fail every student
-        config.checks_at_once()
-        config.host_checks()
-        config.checks_share_processes()
-    except ValueError as exc:
-        raise LadderError(str(exc)) from None
+    read_instructor_files(bars, db_url)
     students = collect_submissions(Path(submissions).resolve(), assignment, source_nb.name)
     source = folder_files(source_nb.parent)
     source_sha = files_sha256(source)

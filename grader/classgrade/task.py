@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .. import config
 from . import course
-from .cluster import only_own_gpu, own_gpu
+from .cluster import batch_job, only_own_gpu, own_gpu
 from .identity import grader_sha256
 from .job import StudentJob, StudentResult
 
@@ -48,9 +48,10 @@ _SUSPECT = ("[reason: crashed]", "[reason: timed-out]", "DeadKernelError", "Cell
 
 
 def where() -> str:
-    """This host, and the GPU this process's CUDA work lands on (grader.classgrade.cluster.own_gpu)."""
-    gpu = own_gpu()
-    return socket.gethostname() + (f" GPU {gpu}" if gpu else "")
+    """This host, the GPU this process's CUDA work lands on (grader.classgrade.cluster.own_gpu), and the batch job
+    it runs in, if any."""
+    gpu, job = own_gpu(), batch_job()
+    return socket.gethostname() + (f" GPU {gpu}" if gpu else "") + (f", {job}" if job else "")
 
 
 def _scratch() -> Path:

@@ -12,6 +12,13 @@ Each capability is a small probe kernel compiled for the architecture and a look
 - "TMA": a Triton kernel that loads and stores through tensor descriptors (chapter 5's Hopper rung)
   compiles to the Tensor Memory Accelerator's bulk tensor copies (`cp.async.bulk.tensor`). Below
   sm_90 Triton still compiles it, but turns the descriptors into ordinary loads and stores.
+- "FP8 tensor cores": Triton's `tl.dot` on e4m3 blocks compiles to tensor-core MMAs on fp8 operands
+  (`mma.sync...e4m3.e4m3` on sm_89, `wgmma...e4m3.e4m3` on sm_90). Below sm_89 Triton refuses the type
+  itself ("type fp8e4nv not supported in this architecture"): chapter 9's kernels do not compile there.
+- "block-scaled MMA": Triton's `tl.dot_scaled` on e4m3 blocks with e8m0 scales (the MX formats) compiles to
+  tensor-core MMAs that apply the scales themselves (`tcgen05.mma...block_scale` on sm_100,
+  `mma.sync...block_scale` on sm_120). On sm_89 and sm_90 Triton emulates it: the operands are scaled and
+  converted to bf16, then multiplied on bf16 tensor cores.
 
 A probe takes a second or so (Triton's own cache makes it faster the next time) and is cached for the
 process. No GPU is needed.
@@ -131,6 +138,101 @@ def _tma_kernel():
     return ladder_tma_probe
 
 
+_FP8_SHAPE = (64, 64, 32)
+
+
+def _fp8_launch(scaled: bool, arch: Arch):
+    """The probe kernel's launch compiled for `arch` (one build), or the compiler's refusal as a sentence."""
+    import torch
+
+    from . import crosscompile
+
+    m, n, k = _FP8_SHAPE
+    a = torch.empty(m, k, dtype=torch.float8_e4m3fn, device="meta")
+    b = torch.empty(n, k, dtype=torch.float8_e4m3fn, device="meta")
+    scales = torch.empty(max(m, n), k // 32, dtype=torch.uint8, device="meta")
+    c = torch.empty(m, n, dtype=torch.float32, device="meta")
+    kernel = _fp8_probe_kernel()
+    (launch,) = crosscompile.record(lambda: kernel[(1,)](a, scales, b, scales, c, BM=m, BN=n, BK=k, SCALED=scaled))
+    try:
+        (built,) = crosscompile.build(launch, arch)
+    except Exception as exc:  # noqa: BLE001 - Triton's refusal is the finding
+        import re
+
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        last = lines[-1] if lines else type(exc).__name__
+        quoted = re.fullmatch(r"\w+\(\s*[\"'](.*)[\"']\s*\)", last)   # ValueError("...") -> ...
+        return None, quoted.group(1) if quoted else last
+    return built, ""
+
+
+def _mma_opcodes(ptx: str) -> dict[str, int]:
+    import re
+
+    found: dict[str, int] = {}
+    for op in re.findall(r"^\s*(?:@!?%?\w+\s+)?((?:wgmma\.mma_async|mma\.sync|tcgen05\.mma)[\w.:]*)", ptx, re.M):
+        found[op] = found.get(op, 0) + 1
+    return found
+
+
+def _probe_fp8(arch: Arch) -> tuple[bool, str]:
+    import triton
+
+    built, refusal = _fp8_launch(False, arch)
+    m, n, k = _FP8_SHAPE
+    where = f"Triton {triton.__version__} compiles an e4m3 tl.dot ({m}x{n}x{k}) for {arch.name}"
+    if built is None:
+        return False, f"Triton {triton.__version__} refuses an e4m3 tl.dot for {arch.name}: {refusal}"
+    fp8 = {op: count for op, count in _mma_opcodes(built.ptx).items() if ".e4m3" in op}
+    if fp8:
+        return True, f"{where} to {', '.join(f'{count} {op}' for op, count in fp8.items())} in the PTX"
+    return False, f"{where} without an MMA on fp8 operands in the PTX"
+
+
+def _probe_block_scaled(arch: Arch) -> tuple[bool, str]:
+    import triton
+
+    built, refusal = _fp8_launch(True, arch)
+    where = f"Triton {triton.__version__} compiles tl.dot_scaled (e4m3, e8m0 scales per 32) for {arch.name}"
+    if built is None:
+        return False, f"Triton {triton.__version__} refuses tl.dot_scaled on e4m3 for {arch.name}: {refusal}"
+    ops = _mma_opcodes(built.ptx)
+    scaled = {op: count for op, count in ops.items() if "block_scale" in op}
+    if scaled:
+        return True, f"{where} to {', '.join(f'{count} {op}' for op, count in scaled.items())} in the PTX"
+    shown = ", ".join(f"{count} {op}" for op, count in ops.items() if "fence" not in op and "commit" not in op
+                      and "wait" not in op) or "no MMA"
+    return False, (f"{where} to {shown} in the PTX: the scales are applied before a bf16 MMA, not by the tensor "
+                   "cores")
+
+
+@lru_cache(maxsize=1)
+def _fp8_probe_kernel():
+    """One e4m3 tile product, as tl.dot (SCALED false) or as tl.dot_scaled with e8m0 scales per 32 (SCALED true)."""
+    import triton
+    import triton.language as tl
+
+    from .crosscompile import quiet_triton
+
+    with quiet_triton():
+        @triton.jit
+        def ladder_fp8_probe(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr,
+                             BK: tl.constexpr, SCALED: tl.constexpr):
+            rows, cols, ks = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+            a = tl.load(a_ptr + rows[:, None] * BK + ks[None, :])
+            b = tl.load(b_ptr + cols[None, :] * BK + ks[:, None])
+            if SCALED:
+                groups = tl.arange(0, BK // 32)
+                sa = tl.load(as_ptr + rows[:, None] * (BK // 32) + groups[None, :])
+                sb = tl.load(bs_ptr + cols[:, None] * (BK // 32) + groups[None, :])
+                c = tl.dot_scaled(a, sa, "e4m3", b, sb, "e4m3")
+            else:
+                c = tl.dot(a, b)
+            tl.store(c_ptr + rows[:, None] * BN + cols[None, :], c)
+
+    return ladder_fp8_probe
+
+
 _WMMA_PROBE = """#include <mma.h>
 using namespace nvcuda;
 extern "C" __global__ void ladder_wmma_probe(const half* a, const half* b, float* c)
@@ -198,6 +300,13 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     Capability("TMA", "TMA (the Tensor Memory Accelerator: bulk tensor copies through tensor descriptors)",
                _probe_tma, without="cannot run",
                consequence="a kernel written for TMA runs there only as ordinary loads, so its check is skipped"),
+    Capability("FP8 tensor cores", "tensor cores for Triton's tl.dot on fp8 (e4m3)", _probe_fp8, without="cannot run",
+               consequence="chapter 9's fp8 kernels do not compile for this GPU: their correctness is checked on the "
+                           "CPU in Triton's interpreter, and their speed cannot be measured"),
+    Capability("block-scaled MMA", "tensor cores that apply MX block scales themselves (tl.dot_scaled)",
+               _probe_block_scaled,
+               consequence="Triton emulates tl.dot_scaled with scaled bf16 operands, so a micro-scaled GEMM runs at "
+                           "bf16 speed, and a bar set for hardware block scaling is out of reach"),
 )}
 
 

@@ -109,7 +109,8 @@ _HANDLE = None
 _WHY: str | None = None
 
 
-def _handle():
+def handle():
+    """NVML's handle of this process's GPU (CUDA's device 0, found by its UUID), or None: `why_not()` says why."""
     global _HANDLE, _WHY
     if _HANDLE is not None or _WHY is not None:
         return _HANDLE
@@ -128,18 +129,23 @@ def _handle():
     return _HANDLE
 
 
+def why_not() -> str:
+    """Why NVML has no handle of this process's GPU."""
+    return _WHY or "NVML not available"
+
+
 def read() -> ClockState:
     """The SM clock and its clock-event reasons now."""
-    handle = _handle()
-    if handle is None:
-        return ClockState(note=_WHY or "NVML not available")
+    device = handle()
+    if device is None:
+        return ClockState(note=why_not())
     import pynvml
 
     try:
-        sm = pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
-        top = pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)
+        sm = pynvml.nvmlDeviceGetClockInfo(device, pynvml.NVML_CLOCK_SM)
+        top = pynvml.nvmlDeviceGetMaxClockInfo(device, pynvml.NVML_CLOCK_SM)
         getter = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
-        return ClockState(sm_mhz=int(sm), max_sm_mhz=int(top), reasons=int(getter(handle)))
+        return ClockState(sm_mhz=int(sm), max_sm_mhz=int(top), reasons=int(getter(device)))
     except Exception as exc:  # noqa: BLE001
         return ClockState(note=f"NVML: {type(exc).__name__}: {exc}")

@@ -74,6 +74,18 @@ class TritonBuild:
         return launch_problems(self.usage, arch, self.threads, self.shared)
 
 
+def pipeline_buffers(config, arch: Arch) -> int:
+    """How many K chunks of A and B Triton keeps in shared memory for a tl.dot kernel's `config` on `arch`.
+
+    Read from the compiler, not assumed: Triton 3.6 and 3.9 compile a `num_stages` = s pipeline to
+    s - 1 buffers where tl.dot becomes mma.sync (sm_80 to sm_89) and to s where it becomes Hopper's
+    wgmma (sm_90, for tiles of at least 64 rows: chapter 5's worked 32 x 32 kernel stays on mma.sync there,
+    with s - 1). `compiled.metadata.shared` of every configuration of chapter 5's solution on every
+    architecture: tests/cuda/test_cross_arch.py; of chapter 9's on sm_89 and sm_90: tests/chapters/test_ch09.py.
+    Architectures the course does not check get s."""
+    return config.num_stages if arch.capability >= (9, 0) else max(1, config.num_stages - 1)
+
+
 def describe_options(kwargs: dict) -> str:
     consts = " ".join(f"{k}={v}" for k, v in kwargs.items()
                       if k not in ("num_warps", "num_stages", "num_ctas", "maxnreg") and isinstance(v, (int, bool)))

@@ -130,7 +130,7 @@ def versions() -> dict[str, str]:
 
 DISTRIBUTION = "kernel-ladder"
 # The CuPy builds are one package for the course: the range declared for the CUDA 12 build holds for
-# whichever is installed (README: "CuPy and your CUDA version").
+# whichever is installed (README, "Set up": its line on CUDA 13 drivers).
 _CUPY_BUILDS = ("cupy-cuda12x", "cupy-cuda13x", "cupy")
 
 

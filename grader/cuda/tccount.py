@@ -15,6 +15,10 @@ again with the atomic add inserted into the PTX it generates (a compiler-stage h
 `knobs.runtime.add_stages_inspection_hook`), into a cache of their own, so the binaries used for
 timing are never replaced. The counter is a device buffer whose address is written into the PTX.
 
+A second counter adds only the MMAs on fp8 operands (`.e4m3`, `.e5m2` in the opcode): chapter 9 requires its
+GEMM's products on FP8 tensor cores, which an fp16 MMA on tiles converted from fp8 is not. Without a GPU,
+Triton's interpreter counts its `tl.dot` calls the same way (grader.cuda.interpreter).
+
 `counting()` switches it on for every kernel launched in this process (a handler of
 grader.cuda.launches); the grader's fact gathering does the same for one call of a learner's
 launcher (`CallPolicy.count_tensor_cores`, grader.isolation.facts).
@@ -33,18 +37,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import KernelLaunchError, LadderError
-from . import launches
+from . import interpreter, launches
 from .nvrtc import compile_cuda
 from .tally import Tally
 from .toolkit import tool_paths
 
 COUNTER = "__ladder_tc_macs"
+FP8_COUNTER = "__ladder_tc_fp8_macs"   # the same, for MMAs whose operands are fp8 (chapter 9)
 
 # One PTX instruction line: an optional guard predicate, then the opcode and its operands.
 _INSTRUCTION = re.compile(r"^(?P<indent>\s*)(?P<guard>@!?%?[\w$]+\s+)?(?P<opcode>[a-z][\w.:]*)")
 _SHAPE = re.compile(r"\.m(\d+)n(\d+)k(\d+)(?=\.|$)")
 # Tensor-core opcodes this module cannot weigh (their shape lives in a descriptor, not the opcode).
 _UNWEIGHABLE = re.compile(r"^(tcgen05\.mma|mma\.sp)")
+# The operand types of an FP8 MMA: `wgmma...f32.e4m3.e4m3` (sm_90), `mma.sync...f32.e4m3.e4m3.f32` (sm_89).
+_FP8_OPERAND = re.compile(r"\.(e4m3|e5m2)(?=\.|$)")
+
+
+def is_fp8(opcode: str) -> bool:
+    """Whether a tensor-core MMA multiplies fp8 operands (e4m3 or e5m2)."""
+    return bool(_FP8_OPERAND.search(opcode))
 
 
 def macs_per_thread(opcode: str) -> int | None:
@@ -81,17 +93,18 @@ class Instrumented:
 
 
 def instrument_ptx(ptx: str, address: int | None = None) -> Instrumented:
-    """`ptx` with a counting atomic before every tensor-core MMA.
+    """`ptx` with a counting atomic before every tensor-core MMA, and a second one before each MMA on fp8
+    operands.
 
-    The counter is a global variable the PTX declares (`COUNTER`), or, given `address`, the 8 bytes
-    of device memory at that address."""
+    The counters are global variables the PTX declares (`COUNTER`, `FP8_COUNTER`), or, given `address`,
+    the 8 bytes of device memory at that address and the 8 after them."""
     out, sites, unweighed, declared = [], 0, [], address is not None
-    target = f"{address:#x}" if address is not None else COUNTER
     for line in ptx.splitlines():
         stripped = line.strip()
         if not declared and stripped.startswith(".address_size"):
             out.append(line)
             out.append(f".visible .global .align 8 .u64 {COUNTER};")
+            out.append(f".visible .global .align 8 .u64 {FP8_COUNTER};")
             declared = True
             continue
         m = _INSTRUCTION.match(line)
@@ -102,13 +115,15 @@ def instrument_ptx(ptx: str, address: int | None = None) -> Instrumented:
             weight = macs_per_thread(opcode)
             if weight is not None:
                 guard = m.group("guard") or ""
-                # A scope of its own, so the register cannot clash with the kernel's.
-                if address is None:
-                    add = f"{guard}red.global.add.u64 [{COUNTER}], %ladder_w;"
-                else:
-                    add = (f".reg .u64 %ladder_a; mov.u64 %ladder_a, {target}; "
-                           f"{guard}red.global.add.u64 [%ladder_a], %ladder_w;")
-                out.append(f"{m.group('indent')}{{ .reg .u64 %ladder_w; mov.u64 %ladder_w, {weight}; {add} }}")
+                counters = [(COUNTER, 0)] + ([(FP8_COUNTER, 8)] if is_fp8(opcode) else [])
+                for name, offset in counters:
+                    # A scope of its own, so the register cannot clash with the kernel's.
+                    if address is None:
+                        add = f"{guard}red.global.add.u64 [{name}], %ladder_w;"
+                    else:
+                        add = (f".reg .u64 %ladder_a; mov.u64 %ladder_a, {address + offset:#x}; "
+                               f"{guard}red.global.add.u64 [%ladder_a], %ladder_w;")
+                    out.append(f"{m.group('indent')}{{ .reg .u64 %ladder_w; mov.u64 %ladder_w, {weight}; {add} }}")
                 sites += 1
         out.append(line)
     if not declared:
@@ -167,6 +182,7 @@ class _Counted:
             self.module = cupy.RawModule(path=str(path))
             self.function = self.module.get_function(kernel.name)
             self.counter = cupy.ndarray((1,), dtype=cupy.uint64, memptr=self.module.get_global(COUNTER))
+            self.fp8_counter = cupy.ndarray((1,), dtype=cupy.uint64, memptr=self.module.get_global(FP8_COUNTER))
 
 
 def _counted(kernel) -> _Counted:
@@ -181,6 +197,8 @@ def launch_counted(launch: launches.Launch, tally: Tally):
     (below) or a Triton kernel (`launch_triton_counted`). Other launches proceed as they are."""
     if launch.kind == "triton" and hasattr(launch.kernel, "device_caches"):
         return launch_triton_counted(launch.kernel, launch.run, launch.args, launch.kwargs, tally, launch.name)
+    if launch.kind == "triton" and interpreter.is_interpreted(launch.kernel):
+        return interpreter.launch_counted(launch, tally)
     if launch.kind != "cuda":
         return launch.proceed()
     kernel = launch.kernel
@@ -196,6 +214,7 @@ def launch_counted(launch: launches.Launch, tally: Tally):
         tally.unweighed[kernel.name] = sorted(set(counted.unweighed))
     cupy.cuda.runtime.deviceSynchronize()
     counted.counter.fill(0)
+    counted.fp8_counter.fill(0)
     kernel.launch_now(launch.grid, launch.block, launch.args, launch.shared_mem, function=counted.function)
     try:
         cupy.cuda.runtime.deviceSynchronize()
@@ -203,6 +222,9 @@ def launch_counted(launch: launches.Launch, tally: Tally):
         raise KernelLaunchError(f"`{kernel.name}` crashed while running (counting its tensor-core work): {exc}",
                                 reason="crashed") from None
     tally.add(kernel.name, int(counted.counter.get()[0]))
+    fp8 = int(counted.fp8_counter.get()[0])
+    if fp8:
+        tally.add_fp8(kernel.name, fp8)
     return None
 
 
@@ -212,13 +234,14 @@ _TRITON = {"counter": None, "cache": None}
 
 
 def _triton_counter():
-    """The device counter of counted Triton launches, and Triton's cache directory for their binaries.
+    """The device counters of counted Triton launches (all MMAs, then those on fp8 operands), and Triton's
+    cache directory for their binaries.
 
-    Both live as long as the process: the counter's address is compiled into the binaries."""
+    Both live as long as the process: the counters' address is compiled into the binaries."""
     if _TRITON["counter"] is None:
         import torch
 
-        _TRITON["counter"] = torch.zeros(1, dtype=torch.int64, device="cuda")
+        _TRITON["counter"] = torch.zeros(2, dtype=torch.int64, device="cuda")
         _TRITON["cache"] = tempfile.mkdtemp(prefix="ladder_tc_triton_")
         atexit.register(shutil.rmtree, _TRITON["cache"], True)
     return _TRITON["counter"], _TRITON["cache"]
@@ -226,8 +249,9 @@ def _triton_counter():
 
 @contextmanager
 def triton_instrumented(address: int, cache_dir: str, compiled: list):
-    """Inside, Triton compiles kernels with a counting atomic (to the 8 bytes at `address`) before
-    every tensor-core MMA of their PTX, and keeps them in `cache_dir`, apart from its usual cache.
+    """Inside, Triton compiles kernels with a counting atomic (to the 8 bytes at `address`, and for fp8
+    operands to the 8 after them too) before every tensor-core MMA of their PTX, and keeps them in
+    `cache_dir`, apart from its usual cache.
 
     Each compiled kernel's Instrumented record is appended to `compiled`."""
     from triton import knobs
@@ -295,7 +319,10 @@ def launch_triton_counted(fn, run, args, kwargs, tally: Tally, name: str):
     except RuntimeError as exc:
         raise KernelLaunchError(f"`{name}` crashed while running (counting its tensor-core work): "
                                 f"{str(exc).splitlines()[0]}", reason="crashed") from None
-    tally.add(name, int(counter.item()))
+    counts = counter.tolist()
+    tally.add(name, int(counts[0]))
+    if counts[1]:
+        tally.add_fp8(name, int(counts[1]))
     return result
 
 

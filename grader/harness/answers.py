@@ -53,10 +53,18 @@ def check_floor_ms(floor_ms, exercise: str) -> None:
                       "milliseconds)")
 
 
-def check_diagnosis(case, diagnosis) -> None:
+def check_diagnosis(diagnose, diagnosis) -> None:
     """A "diagnose" exercise (grader.profiling.diagnose): the learner's `diagnosis()` returns (binding
-    constraint, next rung) for the case's two recorded profiles."""
-    from ..profiling.diagnose import judge
+    constraint, next rung) for the case's two recorded profiles; for a chapter with several cases, one such
+    pair per case, in order."""
+    from ..profiling.diagnose import cases, judge, judge_all
 
+    if isinstance(diagnose, tuple):
+        key = diagnose[0].key.split(" ")[0]
+        answer = call_learner(diagnosis, exercise=key, names="`diagnosis`")
+        for line in judge_all(diagnose, answer):
+            print(line)
+        return
+    (case,) = cases(diagnose)
     answer = call_learner(diagnosis, exercise=case.key, names="`diagnosis`")
     print(judge(case, answer))

@@ -133,9 +133,9 @@ def _bar(key: str, fields: dict, source: str, arch: str | None) -> Bar:
     try:
         value = float(fields["bar"])
     except (TypeError, ValueError):
-        raise LadderError(f"pass bar {key!r} is not a number: {fields['bar']!r}") from None
+        raise LadderError(f"pass bar {key!r} is not a number: {fields['bar']!r} ({source})") from None
     if not value > 0:
-        raise LadderError(f"pass bar {key!r} must be positive, got {value}")
+        raise LadderError(f"pass bar {key!r} must be positive, got {value} ({source})")
     needs = fields.get("needs", [])
     if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
         raise LadderError(f"pass bar {key!r}: `needs` must be a list of capability names ({source})")
@@ -175,6 +175,24 @@ def load_bars(arch=HERE) -> dict[str, Bar]:
         bars[key] = _bar(key, {**base, **specific} if specific else base, sources[key],
                          arch if specific else None)
     return bars
+
+
+def check_override() -> None:
+    """Read the override file in force (LADDER_BARS), if any, as every lookup on every architecture would read it,
+    and refuse an entry for an exercise the course does not have (a misspelt key would leave the bar the
+    instructor meant unchanged, and grade by the default without a word). `ladder grade` calls it before any
+    student: read first inside each notebook's checks, a bad file scored every speed cell of the class 0."""
+    path = config.bars_override()
+    if path is None:
+        return
+    table, sources = load_table()
+    known = _read(resources.files("grader").joinpath("bars.toml").read_text(), "grader/bars.toml")
+    unknown = sorted(key for key, source in sources.items() if key not in known)
+    if unknown:
+        raise LadderError(f"pass-bar file {path}: no exercise {', '.join(map(repr, unknown))} in the course; its "
+                          f"exercises are {', '.join(known)}")
+    for arch in [None, *sorted({a for fields in table.values() for a in fields.get("by_arch") or {}})]:
+        load_bars(arch)
 
 
 def bar_for(key: str, arch=HERE) -> Bar:

@@ -8,12 +8,18 @@ kernel and both are ratios of two times measured together.
 The rule a proposal follows (docs/instructors.md, "Calibrating the bars on your GPUs"):
 - `high` is the worst figure of the rungs that must clear the bar (the solution's slowest run), `low` the
   best figure of the rungs that must miss it (the rung below's fastest run).
-- The proposed bar is midway between them in log space, sqrt(low * high): as many times above the rung
-  below as it is under the solution.
-- It is accepted only when that leaves MARGIN on both sides, i.e. high >= low * (1 + MARGIN)^2. Otherwise
-  (the figures overlap or nearly touch) no bar separates the rungs on this GPU, and the bar is written as
-  not gradable there (grader.harness.feasibility scores such a cell by the instructor's policy).
-- A bar with no rung below (a stretch goal) is proposed MARGIN under the solution's worst run.
+- A bar's margin is how far it sits above `low` (bar / low - 1) and under `high` (high / bar - 1).
+- The course's bar is kept where it leaves MARGIN on both sides: a bar that separates with margin is not moved,
+  however far its rungs lie apart. (Proposing the midpoint of the two instead, as this rule once did, halved
+  5a's bar on an H200, 0.75x to 0.40x, and lowered 1b's from 1.50x to 1.17x, though both separated their rungs
+  in every run with room to spare: assets/results/calibration/course-h200x4.)
+- Otherwise the proposal is the value nearest the course's bar that leaves MARGIN on both sides (two decimals,
+  rounded towards the inside), its margins stated.
+- Where no value leaves MARGIN on both sides, a course bar that still judges every run as its rung expects is
+  kept, its thinner margins stated; else no bar separates the rungs on this GPU, and the bar is written as not
+  gradable there (grader.harness.feasibility scores such a cell by the instructor's policy).
+- A bar with no rung below (a stretch goal, most of them reported, not graded) needs MARGIN under the
+  solution's worst run only.
 
 Timing happens elsewhere (grader.notebooks.calibrate, grader.classgrade.calibrate): this module only does
 the arithmetic, so that the CPU tests can check it on recorded figures.
@@ -100,8 +106,9 @@ class Proposal:
     key: str
     current: Bar
     figures: tuple[Figures, ...]
-    proposed: float | None     # None: no bar separates the rungs here (or none must pass it)
-    why_none: str = ""
+    proposed: float | None     # the bar these figures support (the current one kept, or the nearest with margin)
+    why_none: str = ""         # where none: why
+    kept: bool = False         # the proposal is the current bar
 
     @property
     def separates(self) -> bool:
@@ -109,34 +116,89 @@ class Proposal:
         judged = [f for f in self.figures if f.rung.expect != "report"]
         return bool(judged) and all(f.as_expected(self.current.bar) == len(f.values) for f in judged)
 
+    @property
+    def kind(self) -> str:
+        return "graded" if self.current.graded else "reported"
+
+    def bounds(self) -> tuple[float | None, float | None]:
+        """(the rung below's fastest run, the solution's slowest): None where there is no such rung."""
+        return _bounds(list(self.figures))
+
+    def margins(self, bar: float) -> str:
+        """How far `bar` sits under the solution's slowest run and above the rung below's fastest."""
+        low, high = self.bounds()
+        unit = self.current.unit
+        parts = [] if high is None else [f"{high / bar - 1:.1%} under the solution's slowest run ({high:.3f}{unit})"]
+        parts.append("no rung below it" if low is None else
+                     f"{bar / low - 1:.1%} above the rung below's fastest ({low:.3f}{unit})")
+        return ", ".join(parts)
+
+    def verdict(self) -> str:
+        """What the calibration proposes for this bar, and the margins that back it."""
+        if self.proposed is None:
+            return self.why_none
+        unit = self.current.unit
+        if self.kept:
+            thin = self.thin()
+            return (f"keeps {self.proposed:.2f}{unit}: {self.margins(self.proposed)}"
+                    + (f" (under {MARGIN:.0%} on a side, and no bar leaves {MARGIN:.0%} on both; it judged every run "
+                       "as its rung expects)" if thin else ""))
+        return (f"proposes {self.proposed:.2f}{unit}, the nearest to {self.current.bar:.2f}{unit} that leaves "
+                f"{MARGIN:.0%} each side: {self.margins(self.proposed)}")
+
+    def thin(self) -> bool:
+        """Whether the proposed bar leaves less than MARGIN on a side."""
+        low, high = self.bounds()
+        bar = self.proposed
+        return bar is not None and high is not None and (
+            high < bar * (1 + MARGIN) * (1 - 1e-9) or (low is not None and bar < low * (1 + MARGIN) * (1 - 1e-9)))
+
     def calibration(self, gpu: str, runs: int) -> str:
         """The override's calibration string: the GPU, the runs and the figures."""
         rungs = "; ".join(f"{f.rung.label} {f.range()}" for f in self.figures)
-        how = (f"proposed {self.proposed:.2f}{self.current.unit}, midway in log space with {MARGIN:.0%} margin each side"
-               if self.proposed is not None else self.why_none)
-        return f"{gpu}, {runs} runs a rung (ladder calibrate): {rungs}; {how}"
+        return f"{gpu}, {runs} runs a rung (ladder calibrate): {rungs}; {self.verdict()}"
+
+
+def _bounds(figures: list[Figures]) -> tuple[float | None, float | None]:
+    passing = [f.worst for f in figures if f.rung.expect == "pass"]
+    failing = [f.worst for f in figures if f.rung.expect == "fail"]
+    return (max(failing) if failing else None), (min(passing) if passing else None)
 
 
 def propose(current: Bar, figures: list[Figures], margin: float = MARGIN) -> Proposal:
     """The bar proposed for `current.key` from the rungs' figures (the rule in this module's docstring)."""
-    passing = [f for f in figures if f.rung.expect == "pass"]
-    failing = [f for f in figures if f.rung.expect == "fail"]
-    if not passing:
+    low, high = _bounds(figures)
+    if high is None:
         return Proposal(current.key, current, tuple(figures), None, "no recorded rung must clear this bar")
-    high = min(f.worst for f in passing)
-    if not failing:
-        return Proposal(current.key, current, tuple(figures), _two_places(high / (1 + margin)))
-    low = max(f.worst for f in failing)
-    if high < low * (1 + margin) ** 2:
-        return Proposal(current.key, current, tuple(figures), None,
-                        f"not gradable here: the solution's slowest run ({high:.3f}{current.unit}) is not {margin:.0%} "
-                        f"above a bar that is {margin:.0%} above the rung below's fastest ({low:.3f}{current.unit})")
-    return Proposal(current.key, current, tuple(figures), _two_places(math.sqrt(low * high)))
+    bar, unit = current.bar, current.unit
+    if high >= bar * (1 + margin) and (low is None or bar >= low * (1 + margin)):
+        return Proposal(current.key, current, tuple(figures), bar, kept=True)
+    floor, ceiling = (low * (1 + margin) if low is not None else 0.0), high / (1 + margin)
+    if floor <= ceiling:
+        return Proposal(current.key, current, tuple(figures), _inside(min(max(bar, floor), ceiling), floor, ceiling))
+    kept = Proposal(current.key, current, tuple(figures), bar, kept=True)
+    if kept.separates:
+        return kept
+    widest = (f"; the widest any bar leaves is {math.sqrt(high / low) - 1:.1%} each side, at "
+              f"{math.sqrt(low * high):.3f}{unit}") if high > low else ""
+    return Proposal(current.key, current, tuple(figures), None,
+                    f"not gradable here: the solution's slowest run ({high:.3f}{unit}) is not {margin:.0%} above a bar "
+                    f"that is {margin:.0%} above the rung below's fastest ({low:.3f}{unit}){widest}, and the course's "
+                    f"{bar:.2f}{unit} judges {sum(f.as_expected(bar) for f in figures if f.rung.expect != 'report')} of "
+                    f"{sum(len(f.values) for f in figures if f.rung.expect != 'report')} runs as their rungs expect")
 
 
-def _two_places(value: float) -> float:
-    # Bars in bars.toml are written to two decimals; at least a 10% margin each side survives the rounding.
-    return round(value, 2)
+def _inside(value: float, floor: float, ceiling: float) -> float:
+    """`value` to two decimals (bars.toml's), rounded towards the inside of [floor, ceiling]; to three where the
+    range is narrower than a hundredth."""
+    for places in (2, 3):
+        scale = 10 ** places
+        scaled = round(value * scale, 6)   # 0.5 * 1.1 is 0.55000000000000004, which must round to 0.55
+        rounded = math.floor(scaled) / scale if value >= ceiling else \
+            math.ceil(scaled) / scale if value <= floor else round(value, places)
+        if floor - 1e-9 <= rounded <= ceiling + 1e-9:
+            return rounded
+    return value
 
 
 def override_toml(proposals: list[Proposal], arch: str, gpu: str, runs: int) -> str:
@@ -165,7 +227,7 @@ def report(p: Proposal) -> str:
     """What `ladder calibrate` prints for one bar."""
     bar = f"{p.current.bar:.2f}{p.current.unit}"
     note = f"; provisional until now: {p.current.provisional}" if p.current.provisional else ""
-    lines = [f"{p.key}: bar {bar} ({p.current.source}{note}) "
+    lines = [f"{p.key} ({p.kind}): bar {bar} ({p.current.source}{note}) "
              f"{'separates' if p.separates else 'does NOT separate'} the rungs on this GPU"]
     for f in p.figures:
         if f.rung.expect == "report":
@@ -175,5 +237,5 @@ def report(p: Proposal) -> str:
             continue
         lines.append(f"  {f.rung.expect:4}  {f.rung.label}: {f.spread()}, "
                      f"{f.as_expected(p.current.bar)}/{len(f.values)} {f.rung.expect} at {bar}")
-    lines.append(f"  proposed bar: {p.proposed:.2f}{p.current.unit}" if p.proposed is not None else f"  {p.why_none}")
+    lines.append(f"  {p.verdict()}")
     return "\n".join(lines)

@@ -1,7 +1,8 @@
-"""The GPU's three ceilings, which every chapter measures against: device-to-device copy bandwidth
-(bytes read plus bytes written), and matmul throughput through torch in fp32 (TF32 off) and fp16.
-They are measured once per GPU and cached as JSON (LADDER_CACHE_DIR), so plots and reports can quote
-them without measuring again.
+"""The GPU's ceilings, which every chapter measures against: device-to-device copy bandwidth (bytes read
+plus bytes written), and matmul throughput through torch in fp32 (TF32 off) and fp16, and in fp8 where the
+GPU has FP8 tensor cores (chapter 9: `torch._scaled_mm` with one scale a tensor, cuBLAS). They are measured
+once per GPU and cached as JSON (LADDER_CACHE_DIR), so plots and reports can quote them without measuring
+again.
 
 A cached file is the learner's to edit, so no verdict rests on it. A copy-ceiling bar (grader/bars.toml,
 `kind = "copy-ceiling"`) is graded against the copy ceiling measured in the same run instead: a copy
@@ -29,9 +30,11 @@ class Ceilings:
     fp16_tflops: float     # torch.mm fp16 (tensor cores)
     measured: str          # when, ISO 8601
     torch: str
+    fp8_tflops: float | None = None   # torch._scaled_mm e4m3, one scale a tensor; None: no FP8 tensor cores
 
     def value(self, name: str) -> float:
-        return float(getattr(self, name))
+        """The ceiling `name`; 0.0 for one this GPU has not got (fp8 below compute capability 8.9)."""
+        return float(getattr(self, name) or 0.0)
 
 
 def _cache_file(info: GPUInfo) -> Path:
@@ -66,10 +69,11 @@ def measure_ceilings() -> Ceilings:
     with matmul_precision("highest"):
         fp32 = matmul_tflops(torch.float32, 4096)
     fp16 = matmul_tflops(torch.float16, 8192)
+    fp8 = _fp8_tflops(gen, do_bench) if info.capability >= (8, 9) else None
     torch.cuda.empty_cache()
     c = Ceilings(gpu=info.name, copy_gbps=round(copy_gbps, 1), fp32_tflops=round(fp32, 2),
                  fp16_tflops=round(fp16, 1), measured=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                 torch=torch.__version__)
+                 torch=torch.__version__, fp8_tflops=round(fp8, 1) if fp8 else None)
     try:
         path = _cache_file(info)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,6 +81,22 @@ def measure_ceilings() -> Ceilings:
     except OSError:  # a read-only home must not stop a check
         pass
     return c
+
+
+def _fp8_tflops(gen, do_bench, size: int = 8192) -> float | None:
+    """torch._scaled_mm on e4m3 at size^3 with one fp32 scale a tensor, cuBLAS's fastest FP8 path (its
+    fast accumulation off, as chapter 9's block-scaled baseline). None where this torch cannot run it."""
+    import torch
+
+    try:
+        a = torch.randn(size, size, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+        b = torch.randn(size, size, device="cuda", generator=gen).to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device="cuda")
+        ms = do_bench(lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16), warmup=50, rep=300,
+                      return_mode="median")
+    except (RuntimeError, AttributeError):  # no FP8 GEMM in this torch or cuBLAS: no ceiling, said as None
+        return None
+    return 2 * size**3 / (ms * 1e-3) / 1e12
 
 
 def ceilings(remeasure: bool = False) -> Ceilings | None:

@@ -36,10 +36,20 @@ def fresh_generator(device: str | torch.device) -> tuple[torch.Generator, int]:
 
 
 def poison(t: torch.Tensor) -> torch.Tensor:
-    """Fill an output with NaN (floats) or an unlikely sentinel (ints) so unwritten elements fail."""
+    """Fill an output with NaN (floats) or an unlikely sentinel (ints) so unwritten elements fail. A byte
+    buffer gets bytes of all ones: NaN in every floating type its parts are viewed as (grader.harness.outputs)."""
     if t.is_floating_point():
         return t.fill_(float("nan"))
+    if t.dtype == torch.uint8:
+        return t.fill_(0xFF)
     return t.fill_(torch.iinfo(t.dtype).min)
+
+
+def unwritten(t: torch.Tensor) -> torch.Tensor:
+    """Where `t` still holds what `poison` wrote."""
+    if t.is_floating_point():
+        return torch.isnan(t)
+    return t == (0xFF if t.dtype == torch.uint8 else torch.iinfo(t.dtype).min)
 
 
 def _fmt_index(flat: int, shape: tuple[int, ...]) -> str:
@@ -86,12 +96,13 @@ def describe_mismatch(actual: torch.Tensor, expected: torch.Tensor, rtol: float,
 
 
 def compare(actual: torch.Tensor, expected: torch.Tensor, *, rtol: float, atol: float, what: str,
-            torch_error: torch.Tensor | None = None) -> None:
+            torch_error: torch.Tensor | None = None, bound: torch.Tensor | None = None) -> None:
     """Raise CheckFailed with a readable message unless actual matches the float64 reference.
 
     `torch_error`: how far torch's own result is from the reference, element by element. An element
     that is no further off than that plus the tolerance is right: an answer as accurate as torch's
-    is never refused, whichever inputs were drawn."""
+    is never refused, whichever inputs were drawn. `bound`: an allowance per element derived from the
+    formats (Exercise.error_bound), added the same way."""
     if tuple(actual.shape) != tuple(expected.shape):
         raise CheckFailed(f"{what}: output has shape {tuple(actual.shape)}, expected {tuple(expected.shape)}",
                           reason="wrong-result")
@@ -99,13 +110,18 @@ def compare(actual: torch.Tensor, expected: torch.Tensor, *, rtol: float, atol: 
     a = actual.detach().to(torch.float64)
     e = expected.detach().to(device=a.device, dtype=torch.float64)
     allowance = ""
-    if torch_error is not None:
+    if torch_error is not None or bound is not None:
         # assert_close takes one rtol and one atol for every element, so the per-element allowance is
         # applied first: an element within it counts as equal to the reference, and only the rest
         # (NaN included: a comparison with NaN is false) reach assert_close and the message.
-        within = (a - e).abs() <= atol + rtol * e.abs() + torch_error.to(device=a.device, dtype=torch.float64)
+        extra = torch.zeros_like(e)
+        for part in (torch_error, bound):
+            if part is not None:
+                extra = extra + part.to(device=a.device, dtype=torch.float64)
+        within = (a - e).abs() <= atol + rtol * e.abs() + extra
         a = torch.where(within, e, a)
-        allowance = ", plus torch's own error at that element"
+        allowance = ", plus torch's own error at that element" if bound is None else \
+            ", plus the bound the formats give that element" + (" and torch's own error" if torch_error is not None else "")
     try:
         torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=False)
     except AssertionError as exc:
@@ -118,10 +134,18 @@ def snapshot(tensors) -> list[torch.Tensor]:
     return [t.clone() for t in tensors]
 
 
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    """A floating tensor's bits as integers, so that NaN equals itself (chapter 9's inputs hold NaN on purpose)."""
+    return t.view(_BITS[t.element_size()]) if t.is_floating_point() and t.dim() else t
+
+
 def require_unchanged(before: list[torch.Tensor], after, what: str, names) -> None:
     for name, b, a in zip(names, before, after):
-        if not torch.equal(b, a):
-            n = int((b != a).sum()) if b.shape == a.shape else b.numel()
+        if not torch.equal(b, a) and not (b.shape == a.shape and b.dtype == a.dtype and torch.equal(_bits(b), _bits(a))):
+            n = int((_bits(b) != _bits(a)).sum()) if b.shape == a.shape and b.dtype == a.dtype else b.numel()
             raise CheckFailed(f"{what}: your code changed its input `{name}` ({n:,} elements differ). "
                               "Kernels must only write to the output.", reason="input-modified")
 

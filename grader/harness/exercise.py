@@ -27,6 +27,7 @@ from .bars import bar_for
 from .ceilings import COPY_NAME, CopyCeiling, ceiling_fraction, ceilings
 from .feasibility import not_gradable_here, settle
 from .kernel_time import KernelTime
+from .outputs import Packed
 from .quiet import captured_stderr
 from .results import CEILING_NAMES, CorrectnessResult, SpeedResult
 
@@ -85,9 +86,36 @@ class Exercise:
     # the learner's answer may be as far off (correctness.compare's `torch_error`): a kernel that rounds
     # where torch rounds passes on every draw of inputs, not on most.
     as_torch_computes: Callable[..., torch.Tensor] | None = None
+    # An allowance per output element, derived from the formats and computed from the float64 inputs, added to
+    # the tolerance where an error cannot be bounded by one rtol and atol for every element (chapter 9's FP8
+    # GEMM: the tensor cores' accumulator error scales with each element's sum of |products|, not its value).
+    error_bound: Callable[..., torch.Tensor] | None = None
+    # Several outputs of different dtypes (chapter 9's fp8 codes and fp32 scales): `make_output` is then
+    # `outputs.allocate`, a byte buffer, the learner receives a typed view of each part in its place, and
+    # `outputs.compare` judges them (grader.harness.outputs). `dtype` is the buffer's, torch.uint8.
+    outputs: Packed | None = None
 
     def tolerance_for(self, size) -> tuple[float, float]:
         return self.tolerance(size) if self.tolerance else correctness.tolerance(self.dtype)
+
+    def split(self, args: tuple) -> tuple:
+        """What the learner's function receives for the harness's (*inputs, out): `out` itself, its stacked
+        slices (`split_output`), or a view of each of its parts (`outputs`, sized by the first input)."""
+        *inputs, out = args
+        if self.outputs is not None:
+            return (*inputs, *self.outputs.views(out, tuple(inputs[0].shape)))
+        if self.split_output:
+            return (*inputs, *out.unbind(0))
+        return tuple(args)
+
+    def unwritten(self, out: torch.Tensor, size) -> int:
+        """Elements of `out` still holding the grader's poison."""
+        if self.outputs is not None:
+            return self.outputs.unwritten(out, size)
+        return int(correctness.unwritten(out).sum())
+
+    def output_numel(self, size, out: torch.Tensor) -> int:
+        return self.outputs.numel(size) if self.outputs is not None else out.numel()
 
 
 @dataclass(frozen=True)
@@ -107,7 +135,7 @@ class SmallSizes:
 def learner_for(ex: Exercise, fn) -> LearnerFunction:
     """The seam for the learner's launcher of `ex`, called as the exercise says (its output split)."""
     fn = as_learner(fn)
-    return fn.with_split_output() if ex.split_output and not fn.split_output else fn
+    return fn.with_split_output(ex.split) if (ex.split_output or ex.outputs) and not fn.split_output else fn
 
 
 def not_written_yet(ex: Exercise) -> NotImplementedYet:
@@ -232,10 +260,11 @@ def require_kernel_does_work(ex: Exercise, fn: LearnerFunction, size, dev: str, 
     out = correctness.poison(guard.out)
     launch(ex, fn, inputs, out, noop=True, pick=pick)
     guard.check(what + " (kernels switched off)")
-    written = int((~torch.isnan(out)).sum()) if out.is_floating_point() else int((out != torch.iinfo(out.dtype).min).sum())
+    total = ex.output_numel(size, out)
+    written = total - ex.unwritten(out, size)
     if written:
         raise kernel_unused(what, f"with your kernels switched off (every launch made a no-op), {ex.signature} "
-                                  f"still wrote {written:,} of the {out.numel():,} elements of out.")
+                                  f"still wrote {written:,} of the {total:,} elements of its output.")
 
 
 def launch_and_verify(ex: Exercise, fn: LearnerFunction, size, inputs, pristine, out, what: str,
@@ -262,15 +291,20 @@ def verify(ex: Exercise, size, inputs, pristine, out, what: str, guard: correctn
     correctness.require_unchanged(pristine, inputs, what, ex.arg_names)
     if out.dtype != ex.dtype:
         raise CheckFailed(f"{what}: the output is {out.dtype}, expected {ex.dtype}", reason="wrong-dtype")
-    expected = ex.reference(*[t.to(torch.float64) for t in pristine])
+    widened = [t.to(torch.float64) for t in pristine]
+    expected = ex.reference(*widened)
+    if ex.outputs is not None:
+        ex.outputs.compare(ex.outputs.views(out, size), expected, size, what)
+        return
     rtol, atol = ex.tolerance_for(size)
     torch_error = None
     if ex.as_torch_computes is not None:
         torch_error = (ex.as_torch_computes(*pristine).to(torch.float64) - expected).abs()
-    correctness.compare(out, expected, rtol=rtol, atol=atol, what=what, torch_error=torch_error)
+    bound = ex.error_bound(*widened) if ex.error_bound is not None else None
+    correctness.compare(out, expected, rtol=rtol, atol=atol, what=what, torch_error=torch_error, bound=bound)
 
 
-def counted_launch(ex: Exercise, fn: LearnerFunction, size, what: str):
+def counted_launch(ex: Exercise, fn: LearnerFunction, size, what: str, device: str = "cuda"):
     """One launch at `size` on fresh inputs with every kernel an instrumented copy that counts the
     multiply-adds its tensor cores perform (grader.cuda.tccount); returns (Tally, kernels that ran).
 
@@ -278,13 +312,14 @@ def counted_launch(ex: Exercise, fn: LearnerFunction, size, what: str):
     exercise's tolerance, so that what was counted is the work that computes the output; it is not held to
     the float64 reference. Whether the product is right is the correctness cells' verdict: a kernel that
     sums in fp16 fails those, yet does its multiply-adds on the tensor cores all the same. Guard bands and
-    untouched inputs are checked on both launches."""
-    gen, _ = correctness.fresh_generator("cuda")
-    inputs = ex.make_inputs(size, gen, "cuda")
+    untouched inputs are checked on both launches. `device` "cpu": Triton's interpreter counts instead
+    (grader.cuda.interpreter)."""
+    gen, _ = correctness.fresh_generator(device)
+    inputs = ex.make_inputs(size, gen, device)
     pristine = correctness.snapshot(inputs)
     runs = []
     for count in (False, True):
-        guard = correctness.guarded(ex.make_output(size, "cuda"))
+        guard = correctness.guarded(ex.make_output(size, device))
         correctness.poison(guard.out)
         counted = launch(ex, fn, inputs, guard.out, count=count)
         label = f"{what} (instrumented)" if count else f"{what} (your kernels, for the instrumented run to match)"
@@ -317,12 +352,18 @@ def measure_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | No
             raise no_gpu_speed(ex) if ex.cpu_sizes else _no_gpu(ex, fn)
         try:
             result = _measure(ex, fn, bar, dev, backend, size)
-            if result.throttled:
-                # Held down by heat or power while timed (grader.cuda.clocks): measured once more, and reported
-                # as it then stands.
-                first = result.value
+            why = "throttled" if result.throttled else "crowded" if result.crowded else None
+            if why is not None:
+                # Held down by heat or power while timed (grader.cuda.clocks), or timed beside another process that
+                # computed on the GPU (grader.cuda.neighbours): measured once more, and reported as it then stands.
+                first = result
                 result = _measure(ex, fn, bar, dev, None, size)
-                result.remeasured_from = first
+                result.remeasured_from, result.remeasured_because = first.value, why
+                if why == "crowded":
+                    result.first_neighbours = "; ".join(n.describe() for n in first.neighbours.crowding[:4])
+                if result.crowded:
+                    result.flags.append("timed beside another process that computed on the GPU, twice: the ratio "
+                                        "shares the GPU with it (the GPU line names it); flagged for the instructor")
             return result
         except LadderError as exc:
             raise with_stderr(exc, err) from None
@@ -525,7 +566,7 @@ def _traced_pair(batch, median_ms: float, backend, sampler: "_TimedSets", what: 
 
 # Beyond these multiples of a measured ceiling, a time is not physically possible on this GPU. The copy
 # ceiling is close to the memory's peak; torch.mm reaches 60-75% of the tensor cores' peak.
-LIMIT_FACTOR = {"copy_gbps": 1.15, "fp32_tflops": 2.0, "fp16_tflops": 2.0}
+LIMIT_FACTOR = {"copy_gbps": 1.15, "fp32_tflops": 2.0, "fp16_tflops": 2.0, "fp8_tflops": 2.0}
 
 
 def _physical_limits(ex: Exercise, size, ms: float, limit_value: float | None, what: str,
@@ -588,11 +629,10 @@ class _TimedSets:
         # sampled ones: timed calls that leave part of `out` unwritten, or a reply that came before the calls'
         # results (written into the worker's connection by the learner's code), both leave it.
         for i in range(min(reps, len(self.sets))):
-            out = self.sets[i][2].out
-            left = torch.isnan(out) if out.is_floating_point() else out == torch.iinfo(out.dtype).min
-            if bool(left.any()):
+            left = self.ex.unwritten(self.sets[i][2].out, self.size)
+            if left:
                 raise CheckFailed(f"{self.what}: a wrong result: when a timed batch of {reps} calls returned, "
-                                  f"{int(left.sum()):,} elements of `out` still held what the grader wrote before it. "
+                                  f"{left:,} elements of `out` still held what the grader wrote before it. "
                                   "Every call must write its whole output before your function returns.",
                                   reason="wrong-result")
         if self.checked == 0 or self.rng.random() < 0.3:

@@ -37,6 +37,9 @@ class Gradability:
     bar: Bar
     arch: archs.Arch
     missing: tuple[Finding, ...] = ()
+    # Why the bar cannot be graded here, found when the check ran (chapter 9: the baseline library call is
+    # refused on this GPU), in a sentence; empty when nothing was found.
+    cause: str = ""
 
     @property
     def unseparated(self) -> str:
@@ -50,7 +53,7 @@ class Gradability:
 
     @property
     def reachable(self) -> bool:
-        return not self.missing and not self.unseparated
+        return not self.missing and not self.unseparated and not self.cause
 
     @property
     def status(self) -> str:
@@ -64,6 +67,8 @@ class Gradability:
         """Why the bar is out of reach here, in a sentence or two (empty when it is not)."""
         if self.reachable:
             return ""
+        if self.cause:
+            return f"{self.cause} Correctness is graded as on every GPU."
         if self.unseparated:
             return (f"the calibration on {self.arch.name} found no bar that the solution clears and the rung below "
                     f"misses: {self.unseparated} Correctness is graded as on every GPU.")
@@ -101,12 +106,29 @@ def not_gradable_here(key: str) -> Gradability | None:
 def settle(result, verdict: Gradability, verbose: bool = True):
     """Report a speed result whose bar is out of reach on this GPU, and score it by the policy: raise
     NotGradable under "zero", print and return the result under "full" (and for a bar never graded)."""
+    lines = result.report().splitlines()
+    lines[0] = f"⊘ {result.key} speed, {result.title}: not gradable on this GPU ({_gpu(verdict)})"
+    _by_policy(verdict, lines, verbose)
+    return result
+
+
+def settle_unmeasured(verdict: Gradability, title: str) -> None:
+    """A speed cell whose kernel cannot even be compiled for this GPU (a capability it needs `cannot run`
+    here): nothing is measured. Says so, with the reason, and scores it by the policy as `settle` does:
+    NotGradable under "zero", a printed note (the cell passes) under "full" and for a bar never graded."""
+    _by_policy(verdict, [f"⊘ {verdict.bar.key} speed, {title}: not gradable on this GPU ({_gpu(verdict)}); "
+                         "nothing was timed"])
+
+
+def _gpu(verdict: Gradability) -> str:
     from ..cuda.gpu import gpu_info
 
     info = gpu_info()
-    gpu = f"{info.name}, {verdict.arch.name}" if info else verdict.arch.name
-    lines = result.report().splitlines()
-    lines[0] = f"⊘ {result.key} speed, {result.title}: not gradable on this GPU ({gpu})"
+    return f"{info.name}, {verdict.arch.name}" if info else verdict.arch.name
+
+
+def _by_policy(verdict: Gradability, lines: list[str], verbose: bool = True) -> None:
+    """The reason, then the instructor's policy: raises NotGradable under "zero" for a graded bar."""
     lines.append(f"Why: {verdict.reason()}")
     policy = config.ungradable_policy()
     if not verdict.bar.graded:
@@ -121,7 +143,6 @@ def settle(result, verdict: Gradability, verbose: bool = True):
                      "LADDER_UNGRADABLE=full: this cell gets its points.")
     if verbose:
         print("\n".join(lines))
-    return result
 
 
 # ------------------------------------------------------------------------------ the whole table

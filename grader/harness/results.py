@@ -12,7 +12,8 @@ from .kernel_time import KernelTime
 from .timing import Comparison
 
 CEILING_NAMES = {"copy_gbps": "copy ceiling", "fp32_tflops": "fp32 matmul ceiling (torch.mm, TF32 off)",
-                 "fp16_tflops": "fp16 matmul ceiling (torch.mm)"}
+                 "fp16_tflops": "fp16 matmul ceiling (torch.mm)",
+                 "fp8_tflops": "fp8 matmul ceiling (torch._scaled_mm, e4m3)"}
 
 
 @dataclass
@@ -47,7 +48,11 @@ class SpeedResult:
     timed_where: str = ""                                         # what the process that timed could see
     events_ms: float | None = None                                # per call by the events where the calls ran (a claim)
     integrity: dict = field(default_factory=dict)                 # the trusted-time arithmetic's figures, for records
-    remeasured_from: float | None = None                          # the first graded figure, when measured again (throttled)
+    remeasured_from: float | None = None                          # the first graded figure, when measured again
+    # why it was measured again: "throttled" (heat or the power brake) or "crowded" (another process computed on
+    # the GPU meanwhile, grader.cuda.neighbours); and, for "crowded", what the first timing saw
+    remeasured_because: str | None = None
+    first_neighbours: str | None = None
     # The bar's kind (grader.harness.bars.KINDS). A copy-ceiling bar grades `fraction`, the learner's bytes per
     # second over `run_copy_gbps`, the copy ceiling measured in the same rounds; the speedup is reported beside it.
     kind: str = "speedup"
@@ -81,6 +86,16 @@ class SpeedResult:
     def throttled(self) -> bool:
         return bool(self.clock is not None and self.clock.throttled)
 
+    @property
+    def neighbours(self):
+        """The GPU's other processes while it was timed (grader.cuda.neighbours.Neighbours), or None."""
+        return self.comparison.neighbours
+
+    @property
+    def crowded(self) -> bool:
+        """Another process, not the grader's for this timing, computed on the GPU while it was timed."""
+        return bool(self.neighbours is not None and self.neighbours.crowded)
+
     def as_record(self) -> dict:
         """The figures a verdict rests on, as `ladder check --json` reports them (docs/check-json.md)."""
         return {"key": self.key, "ratio": round(self.speedup, 4), "bar": self.bar, "passed": self.passed,
@@ -95,7 +110,10 @@ class SpeedResult:
                 # makes grading slower
                 "rounds": self.comparison.rounds, "timing_s": round(self.comparison.elapsed_s, 2),
                 "stopped": self.comparison.stopped,
-                "clock": self.clock.as_dict() if self.clock is not None and self.clock.readings else None}
+                "clock": self.clock.as_dict() if self.clock is not None and self.clock.readings else None,
+                # the GPU's other processes while timed (grader.cuda.neighbours), and why it was measured again
+                "crowded": self.crowded, "remeasured_because": self.remeasured_because,
+                "neighbours": self.neighbours.as_dict() if self.neighbours is not None else None}
 
     @property
     def speedup(self) -> float:
@@ -179,9 +197,13 @@ class SpeedResult:
             lines += self.kernels.lines(self.ms, self.baseline_ms, self.baseline_name, self.bar, self.passed,
                                         graded_at=lambda ms: (self.value_at(ms), self.describe_value(self.value_at(ms))),
                                         bar_text=self.describe_value(self.bar))
+        if self.neighbours is not None:
+            lines.append(f"  {'⚑ ' if self.crowded else ''}GPU: {self.neighbours.describe()}"
+                         + (f"; measured again after a first timing at {self.describe_value(self.remeasured_from)} "
+                            f"beside {self.first_neighbours}" if self.remeasured_because == "crowded" else ""))
         if self.clock is not None and self.clock.readings:
             again = (f"; measured again after a first run at {self.describe_value(self.remeasured_from)} was held down"
-                     if self.remeasured_from is not None else "")
+                     if self.remeasured_because == "throttled" else "")
             held = (" (held down by heat or the power brake while timed)" if self.throttled else
                     " (at the power cap, as sustained work on this GPU runs, torch's too)" if self.clock.power_capped else "")
             lines.append(f"  clock: {self.clock.describe()}{held}{again}")

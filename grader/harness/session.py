@@ -12,11 +12,12 @@ import sys
 from dataclasses import dataclass
 
 from .. import config
+from ..cuda import interpreter
 from ..cuda.gpu import GPUInfo, gpu_info, gpu_or_reason
 from ..errors import LadderError
 from ..isolation import facts
 from .ceilings import Ceilings, cached_ceilings, ceilings
-from .without_gpu import WHAT_STILL_WORKS
+from .without_gpu import INTERPRETED_BELOW, WHAT_STILL_WORKS, interpreted_here
 from .quiet import captured_stderr
 
 
@@ -50,13 +51,24 @@ class Session:
         return self.gpu is not None
 
 
-def quiet_session() -> Session:
+def _interpret(chapter: int | None, info: GPUInfo | None) -> bool:
+    """Switch Triton to its interpreter where `chapter`'s kernels run on the CPU on this machine (no GPU, or a
+    GPU older than the chapter needs: grader.harness.without_gpu), with its fp8 casts made exact and its
+    `tl.dot` counted (grader.cuda.interpreter). True when it did."""
+    if not interpreted_here(chapter, info.capability if info else None):
+        return False
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        interpreter.prepare()
+    return True
+
+
+def quiet_session(chapter: int | None = None) -> Session:
     """The session `start()` returns, made without printing or measuring: in the grader's worker, and in
     the verifier, where a test cell's `session` (`session.has_gpu`) is the grader's own, never the
     learner's object."""
     info = gpu_info()
-    if info is None:
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+    _interpret(chapter, info)
     return Session(info, cached_ceilings() if info else None)
 
 
@@ -66,18 +78,24 @@ def start(chapter: int) -> Session:
     config.pin()
     if config.quiet_start():
         # Inside the grader's worker process: the same session, without printing or measuring.
-        return quiet_session()
+        return quiet_session(chapter)
     install_error_display()
     info = gpu_info()
-    if info is None:
-        # Triton kernels defined after this point run on the CPU through Triton's interpreter
-        # (it reads the variable when `@triton.jit` decorates a function).
+    # Triton kernels defined after this point run on the CPU through Triton's interpreter where this chapter's
+    # need it here (it reads the variable when `@triton.jit` decorates a function).
+    if interpreted_here(chapter, info.capability if info else None):
         if "triton.language" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
             print("Triton was imported before start(): its kernels would not run on the CPU. Restart the "
                   "notebook kernel (Kernel > Restart) and run the setup cell first.")
-        os.environ.setdefault("TRITON_INTERPRET", "1")
+        _interpret(chapter, info)
+    if info is None:
         print(f"Chapter {chapter}: {gpu_or_reason()[1]}.\n{WHAT_STILL_WORKS}")
         return Session(None, None)
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        major, minor = INTERPRETED_BELOW[chapter]
+        print(f"Chapter {chapter} needs compute capability {major}.{minor} or later for its Triton kernels (fp8 "
+              f"tensor cores); {info.name} is {info.cc}, so they run on the CPU through Triton's interpreter at small "
+              "sizes: correctness is checked in full, and the speed cells say why they are not graded here.")
     print(f"Chapter {chapter} on {info.name}: compute capability {info.cc}, {info.sm_count} SMs, "
           f"{info.l2_bytes / 2**20:.0f} MiB L2, {info.memory_bytes / 2**30:.0f} GiB")
     ceil = cached_ceilings()

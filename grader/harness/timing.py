@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .. import config
-from ..cuda import clocks
+from ..cuda import clocks, neighbours
 from ..cuda.sharing import require_own_gpu
 
 
@@ -56,6 +56,9 @@ class BatchBackend:
         self.target_ms, self.batches, self.device = target_ms, batches, device
         self._cache = None
         self.clock = clocks.ClockSpan()   # the SM clock after every batch (grader.cuda.clocks)
+        # The GPU's other processes before the timing and after every batch (grader.cuda.neighbours).
+        self.neighbours = neighbours.Neighbours() if device == "cuda" else None
+        self._watching = False
 
     def synchronize(self) -> None:
         if self.device == "cuda":
@@ -96,6 +99,11 @@ class BatchBackend:
     def times_ms(self, fn) -> list[float]:
         require_own_gpu("timing")
         runner = fn.timed_batch if hasattr(fn, "timed_batch") else self._local(fn)
+        if self.neighbours is not None:
+            self.neighbours.add_ours(getattr(fn, "process_id", None))   # where a learner's batch runs
+            if not self._watching:
+                self.neighbours.begin()
+                self._watching = True
         self.flush()
         one = runner(1)  # warm-up, and the estimate that sizes the batches
         # A learner's function timed through grader.isolation.seam knows its last round's median per call, which
@@ -122,6 +130,8 @@ class BatchBackend:
             if ms > LONG_BATCH * self.target_ms:   # sized by a first call that looked faster than the calls are
                 reps = reps_for(self.target_ms, ms / reps)
             state = clocks.read() if self.device == "cuda" else None
+            if self.neighbours is not None:
+                self.neighbours.sample()
             if state is not None:
                 self.clock.add(state)
                 note_clock = getattr(fn, "note_clock", None)
@@ -198,6 +208,7 @@ class Comparison:
     backend: str
     clock: clocks.ClockSpan | None = None   # the SM clock after each batch, on a GPU
     stopped: str = "spread"   # what ended the rounds: "spread", "verdict", "budget" or "rounds" (`compare`)
+    neighbours: neighbours.Neighbours | None = None   # the GPU's other processes while timed, on a GPU
 
     @property
     def speedup(self) -> float:
@@ -220,7 +231,8 @@ class Comparison:
         fastest = min((pool[n] for n in names), key=lambda t: t.median_ms)
         others = {n: t for n, t in pool.items() if n != fastest.name}
         return Comparison(candidate=self.candidate, baseline=fastest, others=others, rounds=self.rounds,
-                          elapsed_s=self.elapsed_s, backend=self.backend, clock=self.clock, stopped=self.stopped)
+                          elapsed_s=self.elapsed_s, backend=self.backend, clock=self.clock, stopped=self.stopped,
+                          neighbours=self.neighbours)
 
 
 # Settled means every round clears the bar by this much, on the same side. It is the spread target: a round's
@@ -281,7 +293,8 @@ def compare(candidate: Callable[[], object], baseline: Callable[[], object], *,
     return Comparison(candidate=timings[candidate_name], baseline=timings[baseline_name],
                       others={n: timings[n] for n, _ in contenders[2:]}, rounds=rounds,
                       elapsed_s=time.perf_counter() - start, backend=backend.name,
-                      clock=getattr(backend, "clock", None), stopped=stopped)
+                      clock=getattr(backend, "clock", None), stopped=stopped,
+                      neighbours=getattr(backend, "neighbours", None))
 
 
 def bench(fn: Callable[[], object], backend=None) -> float:

@@ -22,7 +22,8 @@ import sys
 import threading
 import time
 
-from ..cuda import autotune, launches, sharing, tccount, trace
+from .. import processes
+from ..cuda import autotune, interpreter, launches, sharing, tccount, trace
 from ..cuda.gpu import has_gpu
 from .messages import BatchFacts, CallPolicy, Facts, RecordedKernel
 
@@ -162,6 +163,9 @@ def start_watching(again: bool = False) -> None:
     not make the patch the reference."""
     global _WATCH
     if _WATCH is None or again:
+        # Whatever the learner's code starts stays below this process, a daemon's double fork included, so that a
+        # call's stray processes are seen here (`_stray_processes`) and ended with the check (grader.processes).
+        processes.become_subreaper()
         CLOCKS.capture()
         _WATCH = Watch()
 
@@ -213,7 +217,10 @@ class _Call:
         self.own: dict[str, int] = {}      # the learner's kernel launches that ran, by name
         self.package: list[str] = []       # Triton kernels launched from installed packages
         self.tuned = False                 # an autotuner timed its configurations (its cache missed)
-        self.tally = tccount.Tally() if policy.count_tensor_cores and has_gpu() else None
+        # Counted on a GPU by instrumented copies of the kernels, and without one by Triton's interpreter, which
+        # counts its tl.dot calls (grader.cuda.interpreter): an interpreted kernel has nothing else to count.
+        counts = has_gpu() or interpreter.interpreting()
+        self.tally = tccount.Tally() if policy.count_tensor_cores and counts else None
         self.input_storages = set()
         for t in inputs:
             try:
@@ -361,6 +368,34 @@ def _torch_internal(t: threading.Thread) -> bool:
     return t.daemon and str(module).startswith("torch._inductor.")
 
 
+def _processes() -> dict[tuple[int, int], "processes.Proc"]:
+    """This process's descendants now, by (pid, start time): a process's number alone may be given again."""
+    return {(p.pid, p.started): p for p in processes.descendants(os.getpid())}
+
+
+# The processes torch starts for itself: Inductor's compile workers (started on the first compile in the process,
+# the learner's torch.compile included, which the kernel rules reject as library-compute on a GPU).
+_TORCH_PROCESSES = ("torch/_inductor/compile_worker",)
+
+
+def _stray_processes(before: dict) -> list[str]:
+    """Processes started since `before` (_processes) that still run: whatever the call started and left, detached
+    or not (this process adopts what is orphaned below it: start_watching). A zombie has ended; torch's own
+    processes (`_TORCH_PROCESSES`) and everything below them are torch's."""
+    now = _processes()
+    by_pid = {p.pid: p for p in now.values()}
+    torchs = {p.pid for p in now.values() if any(mark in p.command(400) for mark in _TORCH_PROCESSES)}
+
+    def torch_own(p) -> bool:
+        while p is not None:
+            if p.pid in torchs:
+                return True
+            p = by_pid.get(p.ppid)
+        return False
+
+    return [p.describe() for key, p in now.items() if key not in before and p.alive and not torch_own(p)]
+
+
 def _stray(before: set) -> list[str]:
     new = [t for t in _threads() - before if (not t.daemon or not t.name.startswith("pydevd")) and not _torch_internal(t)]
     for t in new:
@@ -407,14 +442,15 @@ def sync_or_broken() -> None:
         raise GPUBroken(f"the GPU reported an error after your code ran: {str(exc).splitlines()[0]}") from None
 
 
-def _facts(call: _Call, threads: set, recorder: "trace.Recorder | None" = None,
+def _facts(call: _Call, threads: set, procs: dict, recorder: "trace.Recorder | None" = None,
            interfered: str | None = None, on_device: bool = True) -> Facts:
     replaced = tampered()
     if interfered:
         replaced = replaced + [interfered]
     device = recorder.trace if recorder is not None else None
     return Facts(launches=list(call.launches), errors=list(call.errors), ops=sorted(set(call.ops)),
-                 stray_threads=_stray(threads), tampered=replaced, l2_limit=_l2_limit() if on_device else 0,
+                 stray_threads=_stray(threads), stray_processes=_stray_processes(procs), tampered=replaced,
+                 l2_limit=_l2_limit() if on_device else 0,
                  tensor_cores=call.tally,
                  recorded=[RecordedKernel(k.name, k.source, tuple(k.options), k.where) for k in call.recorded],
                  own_launches=dict(call.own), package_launches=list(call.package), device=device,
@@ -466,9 +502,11 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
     import torch
 
     CLOCKS.capture()   # (a no-op once watching began: taken then)
+    if interpreter.interpreting():
+        interpreter.prepare()   # the interpreter's casts as the GPU's, however this process started (once)
     call = _Call(policy, [a for a in list(args) + list(kwargs.values()) if isinstance(a, torch.Tensor)])
     dtypes = [(i, a.dtype) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-    threads = _threads()
+    threads, procs = _threads(), _processes()
     reset_l2()
     peak = None
     gpu = has_gpu()
@@ -490,7 +528,7 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
         sync_or_broken()
     if policy.memory and gpu:
         peak = torch.cuda.max_memory_allocated() - before
-    facts = _facts(call, threads, traced.recorder, traced.interfered)
+    facts = _facts(call, threads, procs, traced.recorder, traced.interfered)
     facts.peak_bytes = peak
     # A tensor the grader handed over must keep its dtype: `out.data = torch.empty(..., dtype=float32)` swaps
     # what `out` is in this process only (the grader's own tensor, across a process boundary, keeps its dtype).
@@ -516,7 +554,7 @@ def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = 
     gpu = on_device and has_gpu()
     inputs = [a for args in argsets for a in args if isinstance(a, torch.Tensor)]
     call = _Call(CallPolicy(), inputs)
-    threads = _threads()
+    threads, procs = _threads(), _processes()
     if gpu:
         reset_l2()
         CLOCKS.sync()
@@ -567,7 +605,7 @@ def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = 
     if gpu and CLOCKS.elapsed is not _CAPTURED.get("elapsed"):
         interfered = "the grader's event reader (grader.isolation.facts.CLOCKS.elapsed), as the batch's time was read"
     event_ms = CLOCKS.elapsed(start, end) if gpu else host_ms
-    base = _facts(call, threads, tracer.recorder, interfered, on_device=gpu)
+    base = _facts(call, threads, procs, tracer.recorder, interfered, on_device=gpu)
     sets: dict[tuple, int] = {}
     for names in per_call:
         sets[names] = sets.get(names, 0) + 1

@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from .. import config
+from .. import config, processes
 from ..errors import DEFERRED
 from ..learner import cells as nbcells
 from ..learner.code import KernelOutcome
@@ -88,10 +87,14 @@ _SERVER: _Server | None = None
 
 
 def _environ() -> dict:
-    """This process's environment, with this copy of the grader first on the import path."""
+    """This process's environment, with this copy of the grader first on the import path, and no folder put
+    before it by where a process starts (PYTHONSAFEPATH): the fork server, started in whatever folder
+    `ladder check` runs in, and every Python process a check starts, in the notebook's folder, import torch
+    and Triton from where they are installed, never a `torch.py` a learner's cell wrote into that folder."""
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONSAFEPATH"] = "1"
     return env
 
 
@@ -145,8 +148,9 @@ class _Child:
         self.fork_server, self.pid, self.conn = fork_server, pid, Connection(fd)
 
     def stop(self) -> None:
-        """Stop the verifier and everything it started (its worker), which share its process group."""
-        _kill_group(self.pid)
+        """Stop the verifier and everything below it: its worker and whatever the learner's code started, in
+        whatever session (grader.processes: the verifier adopts what is orphaned below it)."""
+        processes.end_tree(self.pid)
         self.conn.close()
 
 
@@ -359,9 +363,7 @@ def _read(path: str) -> str:
         return ""
 
 
-def _kill_group(pid: int) -> None:
-    """Stop the verifier and everything it started (its worker), which share its process group."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def server_pid() -> int | None:
+    """The pid of this process's fork server, where one runs: a child of this process in a session of its own
+    that is the grader's, not a learner's (grader.notebooks.nbexec ends those)."""
+    return _SERVER.proc.pid if _SERVER is not None and _SERVER.proc.poll() is None else None

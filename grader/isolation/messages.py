@@ -52,6 +52,7 @@ class Facts:
     errors: list[str] = field(default_factory=list)        # kernel errors raised to the learner's code
     ops: list[str] = field(default_factory=list)           # torch ops that computed on the grader's tensors
     stray_threads: list[str] = field(default_factory=list)  # threads still running when the call returned
+    stray_processes: list[str] = field(default_factory=list)  # processes it started, still running when it returned
     tampered: list[str] = field(default_factory=list)      # attributes of torch, Triton, clocks, grader replaced
     l2_limit: int = 0                                      # persisting L2 cache reserved, in bytes
     not_plain: str | None = None                           # the type of a result that is not plain data
@@ -239,6 +240,9 @@ class Verdict:
     # CPU time of the verifier and its worker during the check: with `seconds`, whether the check waited for
     # the CPU (grader.classgrade.timing). 0 where the check was stopped before its verdict.
     cpu_seconds: float = 0.0
+    # Processes the learner's code started that were still running when the check ended, ended then
+    # (grader.processes): "pid N (command)" each.
+    ended: list[str] = field(default_factory=list)
 
     def error_name(self) -> str:
         return self.cls or ("CheckFailed" if not self.passed else "")

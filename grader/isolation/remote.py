@@ -13,11 +13,12 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import signal
 import tempfile
 import threading
 import time
 
-from .. import config
+from .. import config, processes
 from ..cuda import sharing
 from ..errors import DEFERRED, CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
 from . import hung
@@ -62,6 +63,7 @@ class WorkerHandle:
         self.cells: list[tuple[str, str]] = []   # the learner's cells the worker ran, in order
         self.outcomes: dict = {}                 # how those of them that did not run as they read ended
         self.problems: list[str] = []            # what running them reported
+        self.ended: list[str] = []               # processes below the worker ended with it (grader.processes)
 
     def log_tail(self, limit: int = 1500) -> str:
         try:
@@ -189,7 +191,15 @@ class WorkerHandle:
         return self.request(Describe(names), 60, "looking up your names")
 
     def kill(self):
+        """Stop the worker and everything below it: the worker is stopped first, so that it starts nothing more,
+        then its tree is ended (grader.processes; the worker adopts what is orphaned below it), then the worker.
+        What it started after all lands in this verifier, which ends it as the check ends."""
         if self.proc.is_alive():
+            try:
+                os.kill(self.proc.pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+            self.ended += processes.end_tree(self.proc.pid, include_root=False)
             self.proc.kill()
         self.proc.join(timeout=10)
 
@@ -269,6 +279,10 @@ class RemoteFunction(LearnerFunction):
 
     def __repr__(self) -> str:
         return f"<your {self.name}, running in a separate process>"
+
+    @property
+    def process_id(self) -> int:
+        return self.handle.proc.pid
 
     def _twin(self, trailing: tuple) -> "RemoteFunction":
         return RemoteFunction(self.handle, self.name, trailing)

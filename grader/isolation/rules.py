@@ -7,7 +7,8 @@ that the learner's cells replaced -> `tampered` (grader.isolation.seam.as_learne
 After each call of the learner's function (grader.isolation.facts gathered what it did):
 1. attributes of torch, Triton, the clock or the grader replaced -> `tampered`
 2. a kernel raised and the learner's code caught it and carried on -> `swallowed-error`
-3. a thread the call started still runs -> `stray-thread`
+3. a thread the call started still runs -> `stray-thread`; a process it started (detached or not) still runs ->
+   `stray-process`
 4. persisting L2 cache reserved -> `l2-persist`
 5. a tensor the grader handed over got another dtype (`out.data = ...`) -> `wrong-dtype`; a result that is
    not plain data -> `not-plain`
@@ -66,6 +67,11 @@ def enforce(facts: Facts, what: str, launcher: bool, torch_ops: bool = False) ->
         raise CheckFailed(f"{what}: returned while a thread it started was still running "
                           f"({', '.join(facts.stray_threads)}). All work must be done, or at least launched on "
                           "the GPU, before your function returns.", reason="stray-thread")
+    if facts.stray_processes:
+        raise CheckFailed(f"{what}: returned while a process it started was still running "
+                          f"({'; '.join(facts.stray_processes[:3])}). Your function must do its work in its own "
+                          "process and leave nothing running; the grader ends every process your code starts when "
+                          "the check ends.", reason="stray-process")
     if facts.l2_limit:
         raise CheckFailed(f"{what}: your code reserved {facts.l2_limit:,} bytes of persisting L2 cache "
                           "(cudaLimitPersistingL2CacheSize). Timed kernels must start from the same cache as "

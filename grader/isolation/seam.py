@@ -26,7 +26,9 @@ handed: a RemoteFunction as it is, a plain function wrapped in a LocalFunction.
 from __future__ import annotations
 
 import gc
+import os
 import time
+from typing import Callable
 
 from .. import config
 from ..cuda.gpu import has_gpu
@@ -63,6 +65,10 @@ def own_kernel_work(facts: Facts) -> dict[str, tuple[float, int]] | None:
     return {op.name: (op.total_us, op.blocks) for op in device.kernels() if facts.own_launches.get(op.name)}
 
 
+def _stacked_slices(args: tuple) -> tuple:
+    return tuple(args[:-1]) + tuple(args[-1].unbind(0))
+
+
 class LearnerFunction:
     """The learner's launcher as every check sees it. Subclasses say how a call and a batch run."""
 
@@ -77,8 +83,8 @@ class LearnerFunction:
         # Torch may compute on the grader's tensors: only for the course's own comparisons (a learner's
         # kernel followed by torch's epilogue), never for a learner's graded launcher.
         self.torch_ops = False
-        # The last argument `out` goes to the learner as out[0], out[1], ... (with_split_output).
-        self.split_output = False
+        # How the last argument `out` goes to the learner (with_split_output): None, as it is.
+        self.split_output: Callable[[tuple], tuple] | None = None
 
     # -- what a subclass provides
     def _run(self, args: tuple, kwargs: dict, policy: CallPolicy):
@@ -99,6 +105,12 @@ class LearnerFunction:
     # What the process that times the learner's calls can and cannot see: one line in every speed report.
     timed_where = ""
 
+    @property
+    def process_id(self) -> int:
+        """The process the learner's calls run in: one of those a timing expects on the GPU
+        (grader.cuda.neighbours)."""
+        return os.getpid()
+
     def _twin(self, trailing: tuple) -> "LearnerFunction":
         """The same function with other trailing arguments."""
         raise NotImplementedError
@@ -109,18 +121,19 @@ class LearnerFunction:
         twin.history, twin.torch_ops, twin.split_output = self.history, self.torch_ops, self.split_output
         return twin
 
-    def with_split_output(self) -> "LearnerFunction":
-        """This launcher called with the stacked output's slices in place of the output itself."""
+    def with_split_output(self, split: Callable[[tuple], tuple] | None = None) -> "LearnerFunction":
+        """This launcher called with the output's parts in place of the output itself: `split(args)` gives
+        the arguments (an exercise's `split`); by default the stacked output's slices out[0], out[1], ..."""
         twin = self._bound(self.trailing)
-        twin.split_output = True
+        twin.split_output = split or _stacked_slices
         return twin
 
     def arguments(self, args: tuple) -> tuple:
         """The arguments the learner's function receives for the harness's `fn(*inputs, out)`: the
-        output split into its slices where asked (views of the grader's tensor: no copy), then the
+        output split into its parts where asked (views of the grader's tensor: no copy), then the
         trailing arguments."""
-        if self.split_output and args:
-            args = tuple(args[:-1]) + tuple(args[-1].unbind(0))
+        if self.split_output is not None and args:
+            args = self.split_output(tuple(args))
         return tuple(args) + self.trailing
 
     def with_trailing(self, *extra) -> "LearnerFunction":
@@ -215,6 +228,10 @@ class Batch:
         self.event_rounds_ms: list[float] = []
         self._round_start = 0
         self.on_gpu = has_gpu()
+
+    @property
+    def process_id(self) -> int:
+        return self.fn.process_id
 
     def timed_batch(self, reps: int) -> float:
         """Milliseconds for `reps` calls, as this process measured them (grader.isolation.trusted)."""

@@ -18,6 +18,12 @@ asking end of a socket pair whose other end the child holds, passed as a file de
 writes its verdict there (a session also reads its next check from it). The server keeps no copy of
 either end. A socket, not a pipe: another process of the same user can open a pipe through
 /proc/PID/fd, never a socket. A `Status` request returns how a child ended, once it has.
+
+The server is the subreaper of everything below it (grader.processes): a process a learner's code started that
+outlived its verifier (a verifier killed at a time limit leaves its worker's tree to the server) becomes the
+server's child, and the server's only children of its own are the verifiers it forked. So whenever a verifier
+ends, every other child of the server is ended with its tree; and when the server itself ends, everything below
+it is ended.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import socket
 import struct
 import sys
 from dataclasses import dataclass
+
+from .. import processes
 
 VERIFIER = "grader.isolation.verifier"
 PRELOAD = ("torch", "numpy", VERIFIER)
@@ -75,18 +83,31 @@ def receive(sock: socket.socket, with_fd: bool = False):
     return (obj, fds[0] if fds else None) if with_fd else obj
 
 
-_ENDED: dict[int, int] = {}   # pid -> wait status, for children that ended
+_ENDED: dict[int, int] = {}   # pid -> wait status, for verifiers that ended
+_VERIFIERS: set[int] = set()  # verifiers forked and still running
 
 
 def _reap(*_):
+    ended = False
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         if pid == 0:
-            return
-        _ENDED[pid] = status
+            break
+        if pid in _VERIFIERS:
+            _VERIFIERS.discard(pid)
+            _ENDED[pid] = status
+            ended = True
+    if ended:
+        _end_orphans()
+
+
+def _end_orphans() -> None:
+    """Every child of the server that is not a running verifier was orphaned below one that ended (a worker, a
+    process a learner's code started): end it, with its tree."""
+    processes.end_all([p for p in processes.children(os.getpid()) if p.pid not in _VERIFIERS])
 
 
 def _child(sock: socket.socket, request: Fork, verdict: socket.socket) -> None:
@@ -109,7 +130,16 @@ def _child(sock: socket.socket, request: Fork, verdict: socket.socket) -> None:
 
 
 def serve(sock: socket.socket) -> None:
+    processes.become_subreaper()
     signal.signal(signal.SIGCHLD, _reap)
+    try:
+        _serve(sock)
+    finally:   # the asking process is gone or done: so is every check it asked for
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        processes.end_tree(os.getpid(), include_root=False)
+
+
+def _serve(sock: socket.socket) -> None:
     while True:
         try:
             request = receive(sock)
@@ -121,10 +151,15 @@ def serve(sock: socket.socket) -> None:
             send(sock, None if status is None else os.waitstatus_to_exitcode(status))
             continue
         asking_end, child_end = socket.socketpair()
+        # Until the new verifier is known as one, a verifier's end must not make it look orphaned (_end_orphans).
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         pid = os.fork()
         if pid == 0:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             asking_end.close()
             _child(sock, request, child_end)
+        _VERIFIERS.add(pid)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         child_end.close()
         send(sock, pid, (asking_end.fileno(),))
         asking_end.close()

@@ -19,7 +19,7 @@ import re
 import sys
 import time
 
-from .. import chapters, config
+from .. import chapters, config, processes
 from ..cuda import sharing
 from ..errors import DEFERRED, LadderError
 from . import rules
@@ -63,18 +63,22 @@ def run(job: Job, worker_method: str = "spawn", private: tuple = (), handle=None
     """The verdict on `job`, from a worker started for it (`worker_method`, `private`: see
     grader.isolation.remote.WorkerHandle), or from `handle`, a session's worker, kept open afterwards."""
     sharing.clear()
-    verdict = _judge(job, worker_method, private, handle)
+    ended: list[str] = []
+    verdict = _judge(job, worker_method, private, handle, ended)
+    verdict.ended = ended
     if sharing.deferred():
         # On a GPU shared with other checks (grader.cuda.sharing), something would have been timed. Whatever
         # the check made of it (it may have caught NeedsOwnGPU on the way), the verdict is no verdict: the
         # notebook's executor runs the check again with the GPU to itself.
         return Verdict(False, DEFERRED, f"{job.test_name}: {sharing.deferred()} needs the GPU to itself; checked "
                        "again when the notebook reaches the cell", seconds=verdict.seconds,
-                       load_seconds=verdict.load_seconds)
+                       load_seconds=verdict.load_seconds, ended=verdict.ended)
     return verdict
 
 
-def _judge(job: Job, worker_method: str, private: tuple, session_handle=None) -> Verdict:
+def _judge(job: Job, worker_method: str, private: tuple, session_handle=None, ended: list | None = None) -> Verdict:
+    """The verdict on `job`; a worker started for it (no `session_handle`) is stopped afterwards, and what
+    was running below it is added to `ended`."""
     from .remote import RemoteFunction, WorkerHandle
 
     start = time.perf_counter()
@@ -128,21 +132,26 @@ def _judge(job: Job, worker_method: str, private: tuple, session_handle=None) ->
     finally:
         if session_handle is None:
             handle.close()
+            if ended is not None:
+                ended += handle.ended
 
 
 def forked(job: Job, environ: dict, cwd: str | None, verdict_conn, stdout_path: str, stderr_path: str) -> None:
     """Entry point of a verifier forked from grader.isolation.isolate's server (which imported torch and
     this module, and nothing else). It takes the asking process's environment and folder as they are
-    now, leads a process group of its own (so that a time limit stops it and its worker together),
+    now, leads a session of its own and adopts whatever is orphaned below it (grader.processes: a time limit ends it
+    with its whole tree, and it ends the learner's processes when each check ends),
     writes what the checks print to `stdout_path`, and sends the `Verdict` over `verdict_conn`, which
     the worker, forked before any learner code runs, closes."""
     os.setsid()
+    processes.become_subreaper()
     os.environ.clear()
     os.environ.update(environ)
     if cwd:
         os.chdir(cwd)
     _output_to(stdout_path, stderr_path)
     verdict = run(job, worker_method="fork", private=(verdict_conn,))
+    verdict.ended += _end_learner_processes(None)
     verdict.cpu_seconds = round(_cpu_seconds(), 3)
     sys.stdout.flush()
     verdict_conn.send_bytes(json.dumps(verdict.as_dict()).encode())
@@ -164,6 +173,7 @@ def serve_session(conn, environ: dict, cwd: str | None) -> None:
     from .remote import WorkerHandle
 
     os.setsid()
+    processes.become_subreaper()
     os.environ.clear()
     os.environ.update(environ)
     if cwd:
@@ -183,6 +193,7 @@ def serve_session(conn, environ: dict, cwd: str | None) -> None:
         verdict = run(request.job, handle=handle)
         verdict.cpu_seconds = round(_cpu_seconds(handle.proc.pid) - before, 3)
         over = bool(handle.dead) or not handle.proc.is_alive()
+        verdict.ended += _end_learner_processes(handle)
         _release_between_checks()
         sys.stdout.flush()
         conn.send_bytes(json.dumps({**verdict.as_dict(), "session_over": over}).encode())
@@ -191,6 +202,24 @@ def serve_session(conn, environ: dict, cwd: str | None) -> None:
     if handle is not None:
         handle.close()
     conn.close()
+
+
+def _end_learner_processes(handle) -> list[str]:
+    """End every process the learner's code started that still runs as its check ends: the worker's tree but
+    the worker itself (`handle`, a session's worker, which checks the next cell if it still runs; None: a fresh
+    check's, stopped already), and every
+    process this verifier adopted from it (grader.processes: the worker runs in a session of its own, so
+    whatever this verifier adopted from it is in another session than this verifier's own children, such as
+    Inductor's compile workers for the course's torch.compile comparisons). Returns what was ended, for the
+    cell's record."""
+    ended = []
+    if handle is not None:
+        ended, handle.ended = handle.ended, []   # what went with a worker killed during the check
+        if handle.proc.is_alive():
+            ended += processes.end_tree(handle.proc.pid, include_root=False)
+    worker = {handle.proc.pid} if handle is not None and handle.proc.is_alive() else set()
+    ended += processes.end_all(processes.adopted(exclude=worker))
+    return ended
 
 
 def _release_between_checks() -> None:

@@ -194,6 +194,13 @@ def main(conn, log_path: str, inherited: tuple = ()) -> None:
     of, closed first."""
     for theirs in inherited:
         theirs.close()
+    # A Unix session of its own (setsid): whatever the learner's code starts carries the worker's session id or a new
+    # one, never the verifier's, which is how the verifier tells what it adopts from here from its own children
+    # (grader.processes). Its tree stays under it: it adopts what is orphaned below it (facts.start_watching).
+    try:
+        os.setsid()
+    except OSError:
+        pass
     _redirect_output(log_path)
     from ..cuda.gpu import gpu_or_reason
 

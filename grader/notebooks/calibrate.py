@@ -22,21 +22,19 @@ from ..errors import LadderError
 from ..harness.calibration import Figures, Rung, rungs
 from ..isolation.isolate import check_sources
 from ..learner import cells as nbcells
-from .course import SOURCE_DIR, assignments
+from .course import SOURCE_DIR, assignments, repo_root
+from .course import chapter_names as course_chapter_names
+from .recognise import course_root
 
 
 def chapters_named(numbers: str | None) -> list[str]:
-    """"1,5" -> ["ch01", "ch05"]; None -> every chapter."""
+    """"1,5" or "01_vector_add,5" -> ["ch01", "ch05"] (chapters named as every command names them:
+    grader.notebooks.course.chapter_names); None -> every chapter."""
     if not numbers:
         return chapter_names()
-    try:
-        wanted = [f"ch{int(n):02d}" for n in numbers.split(",") if n.strip()]
-    except ValueError:
-        raise LadderError(f"--chapters takes chapter numbers separated by commas, such as 1,5; got {numbers!r}") from None
-    unknown = [c for c in wanted if c not in chapter_names()]
-    if unknown:
-        raise LadderError(f"no chapter {', '.join(unknown)}; there are {', '.join(chapter_names())}")
-    return wanted
+    root = course_root() or repo_root()   # repo_root: the error that says where it looked
+    folders = course_chapter_names(root, [n for n in numbers.split(",") if n.strip()] or [numbers])
+    return [f"ch{folder[:2]}" for folder in folders]
 
 
 def solution_notebook(root: Path, chapter: str) -> Path:

@@ -21,6 +21,7 @@ from pathlib import Path
 from .. import config
 from ..isolation.rules import reason_for
 from ..learner.cells import is_autograded_test
+from .points import Points
 from .settings import configure_nbgrader
 from .speed_outputs import speed_record
 
@@ -66,6 +67,8 @@ class NotebookResult:
     # Each time the notebook's kernel died or hung in a cell: that cell failed, a fresh kernel re-ran
     # the cells before it and the run went on (grader/notebooks/nbexec.py).
     kernel_losses: list[str] = field(default_factory=list)
+    # Processes the learner's code left running, ended by the grader when their check ended (grader.processes).
+    ended_processes: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -79,9 +82,20 @@ class NotebookResult:
     def passed(self) -> bool:
         return self.error is None and bool(self.cells) and all(c.passed for c in self.cells)
 
+    @property
+    def points(self) -> Points:
+        """Earned, lost, and not checked here (no GPU, not gradable on this GPU, unchecked), with why."""
+        return Points.of((c.points, c.max_points, c.reason) for c in self.cells)
+
+    @property
+    def nothing_lost(self) -> bool:
+        """Every graded cell passed or could not be checked on this machine: what the exit status says."""
+        return self.error is None and bool(self.cells) and self.points.lost <= 1e-9
+
     def as_dict(self) -> dict:
         d = asdict(self)
-        d.update(score=self.score, max_score=self.max_score, passed=self.passed)
+        d.update(score=self.score, max_score=self.max_score, passed=self.passed, nothing_lost=self.nothing_lost,
+                 **self.points.as_dict())
         for cell, raw in zip(self.cells, d["cells"]):
             raw["passed"] = cell.passed
         return d
@@ -166,7 +180,8 @@ def run_notebook(path: Path, run: int = 1, timeout: int | None = None) -> Notebo
     losses = [crash.describe() for crash in getattr(executor, "crashes", [])]
     if getattr(executor, "stopped", None) and not error:
         error = f"{executor.stopped}: the cells after the last loss were not run"
-    result = NotebookResult(str(path), run, time.perf_counter() - start, error=error, kernel_losses=losses)
+    result = NotebookResult(str(path), run, time.perf_counter() - start, error=error, kernel_losses=losses,
+                            ended_processes=list(getattr(executor, "ended", [])))
     # Cells that ran (to the end, or until their kernel was lost); the others score 0 as not run.
     ran = getattr(executor, "ran", set()) | set(getattr(executor, "lost", ()))
     result.cells = grade_cells(nb, {nb.cells[i].get("id") for i in ran} if error else None)
@@ -177,6 +192,9 @@ def format_result(r: NotebookResult) -> str:
     lines = [f"{r.path}  (run {r.run}, {r.seconds:.0f} s)"]
     for loss in r.kernel_losses:
         lines.append(f"  ! {loss}")
+    if r.ended_processes:
+        lines.append(f"  ! your code left {len(r.ended_processes)} process(es) running, ended when their check "
+                     f"ended: {'; '.join(r.ended_processes[:3])}")
     if r.error:
         lines.append(f"  ! {r.error}")
     if not r.cells:
@@ -190,8 +208,21 @@ def format_result(r: NotebookResult) -> str:
         elif c.outcome in ("stderr", "not-run"):
             line += f"  {c.first_line()}"
         lines.append(line)
-    lines.append(f"  score {r.score:g}/{r.max_score:g}  {'PASS' if r.passed else 'FAIL'}")
+    lines.append(f"  {score_line(r)}")
     return "\n".join(lines)
+
+
+def score_line(r: NotebookResult) -> str:
+    """"score 15/15  PASS"; "score 9/15  FAIL: 4 points lost; 2 points need a GPU"; or, where nothing checked was
+    lost, "score 3/15: 3/3 checked points; 12 points need a GPU (not checked here, not lost)"."""
+    points = r.points
+    if r.passed:
+        return f"score {r.score:g}/{r.max_score:g}  PASS"
+    if r.nothing_lost:
+        return f"score {r.score:g}/{r.max_score:g}: {points.describe()} (not checked here, not lost)"
+    lost = f"{points.lost:g} point{'s' if points.lost != 1 else ''} lost"
+    unchecked = f"; {points.why_not_checked()}" if points.unchecked else ""
+    return f"score {r.score:g}/{r.max_score:g}  FAIL: {lost}{unchecked}"
 
 
 def check(paths: list[Path], repeat: int = 1, as_json: bool = False, echo=print) -> bool:
@@ -203,10 +234,15 @@ def check(paths: list[Path], repeat: int = 1, as_json: bool = False, echo=print)
             if not as_json:
                 echo(format_result(r))
     passed = all(r.passed for r in results)
+    nothing_lost = all(r.nothing_lost for r in results)
     if as_json:
-        echo(json.dumps({"schema": SCHEMA, "passed": passed, "notebooks": [r.as_dict() for r in results]},
-                        indent=2))
+        echo(json.dumps({"schema": SCHEMA, "passed": passed, "nothing_lost": nothing_lost,
+                         "notebooks": [r.as_dict() for r in results]}, indent=2))
     elif repeat > 1 or len(paths) > 1:
         n_ok = sum(r.passed for r in results)
-        echo(f"{n_ok} of {len(results)} notebook runs passed every graded cell")
-    return passed
+        partly = sum(r.nothing_lost and not r.passed for r in results)
+        echo(f"{n_ok} of {len(results)} notebook runs passed every graded cell"
+             + (f"; {partly} more lost no point but had cells this machine could not check" if partly else ""))
+    # The exit status: 0 where no checked cell lost a point; a cell this machine could not check (no GPU, a bar
+    # out of reach of this GPU) is no failure of the learner's.
+    return nothing_lost

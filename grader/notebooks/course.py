@@ -32,6 +32,24 @@ def assignments(root: Path) -> list[str]:
                   if p.is_dir() and any(p.glob("*.ipynb")) and not p.name.startswith("."))
 
 
+def chapter_names(root: Path, wanted: list[str] | None) -> list[str]:
+    """Assignment folders for chapter arguments: "1", "01", "01_vector_add" (default: all). The one reading of a
+    chapter's name for every command that takes one (start, check, compile, profile, release, grade, report,
+    calibrate)."""
+    names = assignments(root)
+    if not wanted:
+        return names
+    out = []
+    for w in wanted:
+        w = w.strip()
+        match = [n for n in names if n == w or (w.isdigit() and n.startswith(f"{int(w):02d}_"))]
+        if not match:
+            numbers = ", ".join(str(int(n.split("_")[0])) for n in names)
+            raise LadderError(f"no chapter {w!r}: give a number ({numbers}) or a folder name ({', '.join(names)})")
+        out += [m for m in match if m not in out]
+    return out
+
+
 def nbgrader_env() -> None:
     """nbgrader runs `alembic` as a command to set up a new gradebook: make the folder that holds it
     reachable even when `ladder` runs from a virtual environment that is not activated, or in a process

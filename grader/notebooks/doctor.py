@@ -49,7 +49,7 @@ def machine(remeasure: bool = False) -> dict:
                      "l2_mib": round(info.l2_bytes / 2**20, 1), "memory_gib": round(info.memory_bytes / 2**30, 1),
                      "driver": driver_version()}
     report["ceilings"] = {"copy_gbps": ceil.copy_gbps, "fp32_tflops": ceil.fp32_tflops,
-                          "fp16_tflops": ceil.fp16_tflops, "measured": ceil.measured}
+                          "fp16_tflops": ceil.fp16_tflops, "fp8_tflops": ceil.fp8_tflops, "measured": ceil.measured}
     return report
 
 
@@ -163,6 +163,8 @@ def print_report(rep: dict, targets: bool) -> None:
         print(f"  copy bandwidth  {c['copy_gbps']:>8,.0f} GB/s   device-to-device, bytes read + written")
         print(f"  fp32 matmul     {c['fp32_tflops']:>8.1f} TFLOP/s torch.mm, TF32 off")
         print(f"  fp16 matmul     {c['fp16_tflops']:>8.0f} TFLOP/s torch.mm, tensor cores")
+        if c.get("fp8_tflops"):
+            print(f"  fp8 matmul      {c['fp8_tflops']:>8.0f} TFLOP/s torch._scaled_mm, e4m3 (chapter 9)")
         print("  (Reports quote these. No verdict rests on them: a copy-ceiling bar is graded against the copy "
               "ceiling measured again in each speed check, in the same rounds as the kernel.)")
     if rep["feasibility"]:
@@ -200,13 +202,14 @@ def print_feasibility(tables: list[dict], policy: str) -> None:
                 text += " [" + ",".join(map(str, marks)) + "]"
             cells.setdefault(key, []).append(text)
     width = 2 + max(len(n) for n in [*names, *(c for row in cells.values() for c in row)])
-    print(f"\n  {'exercise':<11}{'bar (calibrated on an H100 or H200 unless marked)':<52}"
+    keys = 2 + max(len(key) for key in ["exercise", *cells])   # the longest exercise name and two spaces
+    print(f"\n  {'exercise':<{keys}}{'bar (calibrated on an H100 or H200 unless marked)':<52}"
           + "".join(f"{n:<{width}}" for n in names))
     for key, row in cells.items():
         first = tables[0]["bars"][key]
         what = bar_words(first)
         what = (what[:47] + "...") if len(what) > 50 else what
-        print(f"  {key:<11}{what:<52}" + "".join(f"{c:<{width}}" for c in row))
+        print(f"  {key:<{keys}}{what:<52}" + "".join(f"{c:<{width}}" for c in row))
     by_arch = {t["arch"]: t for t in tables}
     for (arch, capability), mark in footnotes.items():
         cap = by_arch[arch]["capabilities"][capability]

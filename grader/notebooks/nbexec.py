@@ -27,6 +27,11 @@ sure of it here:
 - checked in the kernel, a graded cell is followed by a look at what the learner's code replaced in
   the grader, the clock, torch or Triton (the worker reports the same at every isolated check), so a
   patched check function cannot pass there and fail in grading.
+
+Nothing the learner's code starts outlives the run (grader.processes): this process adopts what is orphaned
+below it while the notebook runs, and ends the kernel's processes and what it adopted from a kernel when a
+kernel is replaced and when the run ends; an isolated check ends its own before its verdict comes back. What was
+ended is kept in the notebook's `metadata.ladder.ended_processes`.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
-from .. import chapters, config
+from .. import chapters, config, processes
 from ..isolation import hung, isolate, rules
 from .ahead import ChecksAhead, ChecksInSessions
 from ..learner.cells import grade_id as _grade_id
@@ -165,6 +170,14 @@ class LadderExecute(Execute):
         self._no_replay: set[int] = set()  # cells that completed once but took a later kernel down
         self.stopped: str | None = None  # why the remaining cells were not run, if they were not
         self.outcomes: dict[str, KernelOutcome] = {}   # how each learner cell ended in the kernel
+        # Processes the learner's code left running, ended (grader.processes): in the notebook's kernel, when the
+        # kernel goes and when the run ends; in isolated checks, when each check ends (Verdict.ended).
+        self.ended: list[str] = []
+        self._kernels: set[int] = set()   # the kernels this run started: the grader's, never ended as strays
+        # This process adopts whatever is orphaned below it (a kernel's daemon, a helper of a dead kernel), and its
+        # children in other sessions than its own before the run are someone else's: only later ones are ended.
+        processes.become_subreaper()
+        self._others = {p.pid for p in processes.adopted()}
         if self.km is None:
             self.km = self.create_kernel_manager()
         # The kernels started here (and fresh ones after a loss) inherit this: a learner's tool that is
@@ -185,6 +198,7 @@ class LadderExecute(Execute):
         try:
             if not self.km.has_kernel:
                 self.start_new_kernel()
+            self._note_kernel()
             self._connect()
             if self.isolated_checks:   # the notebook's checks start now, beside its kernel (grader.notebooks.ahead)
                 self.ahead = self._checks_ahead()
@@ -216,6 +230,9 @@ class LadderExecute(Execute):
                 os.unlink(hung_record)
             if self.owns_km:  # as nbclient: a kernel manager the caller passed in is theirs to stop
                 self._discard_kernel(now=bool(self.crashes))
+            self._end_learner_processes()
+            if self.ended:
+                self.nb.metadata.setdefault("ladder", {})["ended_processes"] = list(self.ended)
         self.set_widgets_metadata()
         return self.nb, self.resources
 
@@ -276,10 +293,13 @@ class LadderExecute(Execute):
         # Where grading time goes (grader.classgrade.timing reads it): the check, and of it the worker's
         # start with the learner's cells; whether its verdict came from ahead of the notebook, and how long
         # the notebook waited for it. nbclient records the other cells' times in metadata.execution.
+        self.ended += verdict.ended
         cell.metadata["ladder"] = {"check_seconds": round(verdict.seconds, 3),
                                    "load_seconds": round(verdict.load_seconds, 3),
                                    "cpu_seconds": round(verdict.cpu_seconds, 3),
                                    "ahead": ahead, "wait_seconds": round(time.perf_counter() - waited, 3)}
+        if verdict.ended:   # processes the learner's code left running, ended with the check
+            cell.metadata["ladder"]["ended_processes"] = list(verdict.ended)
         if ahead:   # how long it waited for a slot of the machine's (grader.notebooks.slots)
             cell.metadata["ladder"]["slot_wait_seconds"] = self.ahead.slot_waits.get(gid, 0.0)
         outputs = []
@@ -374,11 +394,34 @@ class LadderExecute(Execute):
             raise RuntimeError("the notebook's kernel started but did not answer a kernel_info request")
         self.nb.metadata["language_info"] = info["content"]["language_info"]
 
+    def _note_kernel(self) -> None:
+        pid = self._kernel_pid()
+        if pid is not None:
+            self._kernels.add(pid)
+
+    def _kernel_pid(self) -> int | None:
+        """The kernel process's pid, where its provisioner is jupyter_client's local one."""
+        try:
+            return int(self.km.provisioner.process.pid)
+        except Exception:  # another provisioner, or no kernel: nothing below it is known
+            return None
+
+    def _end_learner_processes(self) -> None:
+        """End what the learner's code left running: the processes below the kernel (the kernel itself stays,
+        where it still runs) and those this process adopted from a kernel, in a session not its own
+        (grader.processes), but for the fork server and the kernels, which are the grader's."""
+        kernel = self._kernel_pid() if self.km is not None else None
+        if kernel is not None:
+            self.ended += processes.end_tree(kernel, include_root=False)
+        grader_own = self._others | self._kernels | {isolate.server_pid()}
+        self.ended += processes.end_all(processes.adopted(exclude=grader_own))
+
     def _discard_kernel(self, now: bool = True) -> None:
         """Stop the kernel, dead, hung or alive (at once with `now`, else as configured), and forget
-        its manager and client."""
+        its manager and client; what the learner's code left running ends with it."""
         if self.km is None:
             return
+        self._end_learner_processes()
         mode = self.shutdown_kernel
         if now:
             self.shutdown_kernel = "immediate"
@@ -390,12 +433,14 @@ class LadderExecute(Execute):
             self.shutdown_kernel = mode
             self.km = None
             self.kc = None
+        self._end_learner_processes()   # what the kernel's end left to this process
 
     def _fresh_kernel(self) -> None:
         self._discard_kernel(now=True)
         self.km = self.create_kernel_manager()
         self.owns_km = True
         self.start_new_kernel()
+        self._note_kernel()
         self._connect()
 
     async def _async_handle_timeout(self, timeout: int, cell=None):

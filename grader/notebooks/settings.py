@@ -28,6 +28,22 @@ def autograde_preprocessors() -> list:
     return [EXECUTE_STEP if step is Execute else step for step in steps]
 
 
+def feedback_preprocessors() -> list:
+    """nbgrader's feedback pipeline with the hidden tests taken out after the grades are read."""
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.preprocessors import GetGrades
+
+    from ..errors import LadderError
+    from .hidden import HideHiddenTests
+
+    steps = list(GenerateFeedback.class_traits()["preprocessors"].default())
+    if GetGrades not in steps:
+        raise LadderError("this nbgrader's feedback has no GetGrades step to follow: grader/notebooks/hidden.py was "
+                          f"written for nbgrader 0.9.6 (its steps here: {steps})")
+    index = steps.index(GetGrades) + 1
+    return [*steps[:index], HideHiddenTests, *steps[index:]]
+
+
 def configure_nbgrader(c, root: str | None = None) -> None:
     """Apply the course's settings to a traitlets Config (`c` in nbgrader_config.py)."""
     configure_course(c, root)
@@ -61,6 +77,9 @@ def configure_nbgrader(c, root: str | None = None) -> None:
     # Kernel reports are short; a runaway print loop must not bloat a feedback page.
     c.LimitOutput.max_lines = 400
     c.LimitOutput.max_traceback = 60
+    # Feedback pages go to students: nbgrader's feedback renders the autograded notebook with the hidden tests in
+    # it, which this step takes out (grader.notebooks.hidden), on every path that makes feedback.
+    c.GenerateFeedback.preprocessors = feedback_preprocessors()
     # A student who deletes or edits a test cell is still graded on the original tests: autograde
     # restores every grade cell's source from the gradebook (nbgrader's default), and re-adds grade
     # cells that were deleted or stripped of their metadata.

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LadderError
-from .course import RELEASE_DIR, assignments
+from .course import RELEASE_DIR, chapter_names
 from .release import released_files
 
 WORK_DIR = "work"
@@ -37,21 +37,6 @@ class Started:
     copied: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)        # already there, different from the release: theirs
     unchanged: list[str] = field(default_factory=list)   # already there, identical to the release
-
-
-def chapter_names(root: Path, wanted: list[str] | None) -> list[str]:
-    """Assignment folders for chapter arguments: "1", "01", "01_vector_add" (default: all)."""
-    names = assignments(root)
-    if not wanted:
-        return names
-    out = []
-    for w in wanted:
-        match = [n for n in names if n == w or (w.isdigit() and n.startswith(f"{int(w):02d}_"))]
-        if not match:
-            numbers = ", ".join(str(int(n.split("_")[0])) for n in names)
-            raise LadderError(f"no chapter {w!r}: give a number ({numbers}) or a folder name ({', '.join(names)})")
-        out += [m for m in match if m not in out]
-    return out
 
 
 def start(root: Path, dest: Path, chapters: list[str] | None = None) -> Started:

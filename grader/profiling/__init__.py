@@ -36,25 +36,24 @@ def _this_notebook(exercise: str) -> Path:
 
 def show_recorded(exercise: str) -> None:
     from . import recorded
-    gpu = recorded.recorded_on(exercise)
-    print(f"Recorded on an {gpu}, every rung of exercise {exercise}:")
-    for rung in recorded.rungs(exercise, gpu):
-        print(f"  {rung}: {recorded.describe(exercise, rung, gpu)}")
-    print(recorded.table(exercise, gpu))
+    print(f"Recorded on an {recorded.gpu_of(exercise)}, every rung of exercise {exercise}:")
+    for rung in recorded.rungs(exercise):
+        print(f"  {rung}: {recorded.describe(exercise, rung)}")
+    print(recorded.table(exercise))
 
 
 def _roofline(exercise: str, mine=None, flops=None):
     from . import recorded
     from .roofline import plot_roofline
-    gpu = recorded.recorded_on(exercise)
-    entry = recorded.index(gpu)["exercises"][exercise]
-    ceil = recorded.index(gpu)["ceilings"]
-    points = [(r, recorded.load(exercise, r, gpu), entry.get("flops")) for r in recorded.rungs(exercise, gpu)]
+    entry = recorded.exercise_index(exercise)["exercises"][exercise]
+    ceil = recorded.exercise_index(exercise)["ceilings"]
+    points = [(r, recorded.load(exercise, r), entry.get("flops")) for r in recorded.rungs(exercise)]
     if mine is not None:
         points.append(("yours", mine, flops))
-    peaks = {"fp32": ceil["fp32_tflops"], "fp16 tensor": ceil["fp16_tflops"]}
+    peaks = {"fp32": ceil["fp32_tflops"], "fp16 tensor": ceil["fp16_tflops"],
+             **({"fp8 tensor": ceil["fp8_tflops"]} if ceil.get("fp8_tflops") else {})}
     return plot_roofline(points, ceil["copy_gbps"], peaks,
-                         title=f"exercise {exercise}: the recorded rungs ({recorded.index(gpu)['gpu']}) and yours")
+                         title=f"exercise {exercise}: the recorded rungs ({entry['gpu']}) and yours")
 
 
 def profile(exercise: str, notebook: str | os.PathLike | None = None, size=None):

@@ -1,13 +1,16 @@
 """Graded "diagnose" exercises: read two recorded profiles, name what binds the first, name the next rung.
 
-A case shows the signatures of two rungs of one exercise, recorded on an H100 (grader.profiling.recorded:
-no GPU and no Nsight Compute needed), and asks for two answers: the **binding constraint** of the first
-rung, one of CONSTRAINTS, and the **next rung**, one of the case's choices. Each chapter keeps its cases
-as data (`DIAGNOSE` in grader/chapters/chNN.py) and checks a learner's `diagnosis()` with `judge`.
+A case shows the signatures of two rungs of one exercise, recorded on an H100 or, where the case says so,
+an H200 (grader.profiling.recorded: no GPU and no Nsight Compute needed), and asks for two answers: the
+**binding constraint** of the first rung, one of CONSTRAINTS, and the **next rung**, one of the case's
+choices. Each chapter keeps its cases as data (`DIAGNOSE` in grader/chapters/chNN.py: one case, or a tuple
+of cases that one `diagnosis()` answers in order) and checks a learner's `diagnosis()` with `judge`.
 
 Every constraint comes with the rule by which a profile shows it (`evidence`), so that a case's answer key
 is checked against the recorded numbers (tests/profiling/test_diagnose.py): a case cannot name a
-constraint its own profile does not show.
+constraint its own profile does not show. A kernel's counters say what binds the kernel while it runs;
+when the GPU waits for the host most of a call, they say nothing about the call, so every kernel-level
+rule holds only for a rung that keeps the GPU busy.
 """
 
 from __future__ import annotations
@@ -32,62 +35,104 @@ def _top_stall(sig: Signature) -> str:
     return sig.top_stalls[0][0] if sig.top_stalls else ""
 
 
+# Below this share of a call the GPU is busy, the host sets the pace (chapter 8's block at B = 16).
+GPU_WAITS_BELOW_PCT = 60
+
+
+def _gpu_waits(sig: Signature) -> bool:
+    return sig.gpu_busy_pct < GPU_WAITS_BELOW_PCT   # False without a trace (NaN)
+
+
+def _on_the_gpu(rule: Callable[[Signature, Signature], bool]) -> Callable[[Signature, Signature], bool]:
+    """A kernel-level rule, which shows only where the GPU is busy for the call (see the module's docstring)."""
+    return lambda s, b: not _gpu_waits(s) and rule(s, b)
+
+
+def _moves_more_in_more_kernels(s: Signature, b: Signature) -> bool:
+    """The launch makes more kernels and moves at least 15% more bytes than the rung beside it: a pass split
+    into a kernel of its own (7b unfused: 633 MB in two kernels against 516 MB in one, assets/profiles/H100/7b)."""
+    return s.launch_kernels > b.launch_kernels and s.launch_dram_bytes >= 1.15 * b.launch_dram_bytes
+
+
 CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
     Constraint("dram-bandwidth", "memory streams at its peak: the bytes themselves set the time, and only moving "
                "fewer of them (fusion, narrower types) makes it faster",
-               "DRAM% (nine tenths of peak or more)", lambda s, b: s.dram_pct >= 90),
+               "DRAM% (nine tenths of peak or more)",
+               _on_the_gpu(lambda s, b: s.dram_pct >= 90 and not _moves_more_in_more_kernels(s, b))),
     Constraint("bytes-in-flight", "memory is busy but short of its peak: each thread has too few loads in flight "
                "to cover their latency, and the same bytes in wider loads go faster",
-               "DRAM% between three fifths and nine tenths of peak, long scoreboard the top stall, and the rung "
-               "beside it higher with the same bytes",
+               "DRAM% between three fifths and nine tenths of peak, long scoreboard the top stall, an SM full of "
+               "warps, and the rung beside it higher with the same bytes",
                # three fifths: 7a's two-pass softmax in 4-byte loads streams at 65% of peak, the same passes in
-               # 16-byte loads at 89% (assets/profiles/H100/7a)
-               lambda s, b: 60 <= s.dram_pct < 90 and b.dram_pct >= s.dram_pct + 5
-               and _top_stall(s) == "long scoreboard"),
+               # 16-byte loads at 89% (assets/profiles/H100/7a); at half occupancy or less, `occupancy` says it
+               _on_the_gpu(lambda s, b: 60 <= s.dram_pct < 90 and b.dram_pct >= s.dram_pct + 5
+                           and _top_stall(s) == "long scoreboard" and s.theoretical_occupancy_pct > 50)),
+    Constraint("occupancy", "memory is short of its peak because too few warps are resident (registers, shared "
+               "memory or the block size hold the SM to half its warps or fewer): the bytes in flight are the "
+               "resident warps times what each keeps in flight",
+               "occupancy% and the limiter (half or less of the SM's warps), and DRAM% below that of the rung "
+               "beside it, which keeps more warps resident",
+               _on_the_gpu(lambda s, b: s.theoretical_occupancy_pct <= 50
+                           and b.theoretical_occupancy_pct >= 1.5 * s.theoretical_occupancy_pct
+                           and s.dram_pct < 90 and b.dram_pct >= s.dram_pct + 5)),
     Constraint("uncoalesced", "a warp's global accesses touch many more 32-byte sectors than its data needs",
                "sectors per request (4 for a warp reading 32 consecutive floats, 16 for 16-byte loads; 32 for one "
                "sector per thread) and a queue of memory instructions (lg throttle, drain)",
-               lambda s, b: max(s.ld_sectors_per_request, s.st_sectors_per_request) >= 16
-               and _top_stall(s) in ("lg throttle", "drain")),
+               _on_the_gpu(lambda s, b: max(s.ld_sectors_per_request, s.st_sectors_per_request) >= 16
+                           and _top_stall(s) in ("lg throttle", "drain"))),
     Constraint("bank-conflicts", "shared-memory accesses split into several wavefronts, served one after another",
                "smem ld ways (1 is conflict-free, 32 is every lane on one bank) and the mio throttle stall",
-               lambda s, b: s.shared_ld_ways >= 8),
+               _on_the_gpu(lambda s, b: s.shared_ld_ways >= 8)),
     Constraint("extra-memory-passes", "memory is busy, but with more bytes than the operation needs: "
                "intermediates go to memory and come back",
-               "DRAM% high while the rung beside it, which moves fewer bytes, takes far less time",
-               lambda s, b: s.dram_pct >= 50 and b.time_us <= 0.5 * s.time_us),
+               "DRAM% high while the rung beside it, which moves fewer bytes, takes far less time; for a launch of "
+               "several kernels, its kernels and DRAM MB in all against the rung beside it",
+               _on_the_gpu(lambda s, b: s.dram_pct >= 50 and (b.time_us <= 0.5 * s.time_us
+                                                              or _moves_more_in_more_kernels(s, b)))),
     Constraint("cache-traffic-per-flop", "operands are fetched again through L2 and L1 for every few operations: "
                "DRAM idle, the cache hit rate high, warps waiting on loads",
                "DRAM% low, L2 hit% high, long scoreboard the top stall, on a grid of at least one wave",
                # under one wave, the idle SMs explain idle DRAM first (too-few-programs)
-               lambda s, b: s.dram_pct < 40 and s.l2_hit_pct >= 50 and _top_stall(s) == "long scoreboard"
-               and not s.waves_per_sm < 1),
+               _on_the_gpu(lambda s, b: s.dram_pct < 40 and s.l2_hit_pct >= 50
+                           and _top_stall(s) == "long scoreboard" and not s.waves_per_sm < 1)),
     Constraint("shared-memory-traffic", "every operation reads its operands from shared memory, whose pipe is "
                "the bottleneck", "the mio throttle stall with few bank conflicts",
-               lambda s, b: _top_stall(s) == "mio throttle" and s.shared_ld_ways < 4),
+               _on_the_gpu(lambda s, b: _top_stall(s) == "mio throttle" and s.shared_ld_ways < 4)),
     Constraint("no-tensor-cores", "the matrix products run on the FMA pipes; the tensor cores sit idle",
-               "tensor% (about 0)", lambda s, b: s.tensor_pipe_pct < 1),
+               "tensor% (about 0)", _on_the_gpu(lambda s, b: s.tensor_pipe_pct < 1)),
+    Constraint("accumulator-promotion", "the tensor cores stop between short chains of MMAs while the partial sums "
+               "are scaled and added into the fp32 accumulator: the promotion, not the products, sets the pace",
+               "fp32 FLOPs (the promotions' multiply-adds) against the rung beside it, with its tensor% and time: "
+               "twice the fp32 work or more, less tensor-pipe use, a longer time, the same bytes",
+               # chapter 9's 9b: scales applied after every 32 of K against once per 128-block
+               _on_the_gpu(lambda s, b: s.fp32_flops >= 2 * b.fp32_flops and s.tensor_pipe_pct <= 0.9 * b.tensor_pipe_pct
+                           and s.time_us >= 1.1 * b.time_us and abs(s.dram_bytes - b.dram_bytes) <= 0.25 * b.dram_bytes)),
     Constraint("wasted-work", "the kernel computes results that are thrown away (masked tiles it could skip)",
-               "the time against the rung beside it at the same tensor%", lambda s, b: b.time_us <= 0.6 * s.time_us
-               and s.tensor_pipe_pct >= 20),
+               "the time against the rung beside it at the same tensor%",
+               _on_the_gpu(lambda s, b: b.time_us <= 0.6 * s.time_us and s.tensor_pipe_pct >= 20)),
     Constraint("too-few-programs", "the grid has fewer programs than the GPU has room for (under one wave): most "
                "SMs have nothing to run, so memory is far from busy though every byte is needed",
                "waves of blocks per SM (under 1: fewer programs than the GPU holds at once) and DRAM% low",
-               lambda s, b: s.waves_per_sm < 1 and s.dram_pct < 40),
+               _on_the_gpu(lambda s, b: s.waves_per_sm < 1 and s.dram_pct < 40)),
+    Constraint("host-bound", "the GPU waits for the host between kernels: it is busy for a small part of each "
+               "call, so no faster kernel shortens the call; fewer launches do",
+               "GPU busy% (a device trace of calls back to back) against the rung beside it",
+               lambda s, b: _gpu_waits(s) and b.gpu_busy_pct >= s.gpu_busy_pct + 20),
 )}
 
 
 @dataclass(frozen=True)
 class Case:
     key: str                   # "2.P": the exercise's name in the notebook
-    exercise: str              # the recorded exercise ("2", "5a")
+    exercise: str              # the recorded exercise ("2", "5a", "8b-host")
     rung: str                  # the rung to diagnose
     beside: str                # the rung shown beside it, for contrast
     binding: str               # the answer key: a name in CONSTRAINTS
     next_rung: str             # the answer key: one of `choices`
     choices: tuple[str, ...]
     why: str                   # the reading, said once the answer is right
-    gpu: str = recorded.GPU    # the GPU its profiles were recorded on (assets/profiles/<gpu>/)
+    # the folder of assets/profiles/ the two rungs were recorded in (None: the one whose index has the exercise)
+    gpu: str | None = None
 
     def __post_init__(self):
         if self.binding not in CONSTRAINTS:
@@ -96,31 +141,45 @@ class Case:
             raise ValueError(f"{self.key}: the next rung is not one of the choices")
 
     def signatures(self) -> tuple[Signature, Signature]:
-        return (recorded.load(self.exercise, self.rung, self.gpu),
-                recorded.load(self.exercise, self.beside, self.gpu))
+        return recorded.load(self.exercise, self.rung, self.folder), recorded.load(self.exercise, self.beside, self.folder)
+
+    @property
+    def folder(self) -> str:
+        return self.gpu or recorded.gpu_of(self.exercise)
 
     @property
     def recorded(self) -> bool:
         """Whether this copy of the course holds the case's two profiles (a new chapter's are recorded on a GPU
         after it is written: tests/test_records.py refuses to let a case without them ship)."""
-        return recorded.has(self.exercise, (self.rung, self.beside), self.gpu)
+        return recorded.has(self.exercise, (self.rung, self.beside), self.folder)
 
 
-def show(case: Case) -> str:
-    """The two profiles (rung first), what each rung is, the constraints and the choices, as text."""
-    lines = [f"Exercise {case.key}: two rungs of exercise {case.exercise}, profiled on an {case.gpu}:", ""]
-    if case.recorded:
-        lines += [f"  {r}: {recorded.describe(case.exercise, r, case.gpu)}" for r in (case.rung, case.beside)]
-        lines += ["", recorded.table(case.exercise, case.gpu, only=(case.rung, case.beside))]
-    else:
-        lines += [f"  (The profiles of `{case.rung}` and `{case.beside}` are not recorded in this copy of the course "
-                  f"yet: assets/profiles/{case.gpu}/{case.exercise}/ is recorded on an {case.gpu} by "
-                  "`assets/results/gpu_measure.sh` and shipped with the chapter.)"]
-    lines += ["", f"What binds `{case.rung}`? One of:"]
-    lines += [f"  {c.name:<24} {c.meaning}" for c in CONSTRAINTS.values()]
-    lines += ["", f"And the next rung for `{case.rung}`? One of:"]
-    lines += [f"  {choice!r}" for choice in case.choices]
-    return "\n".join(lines)
+def cases(diagnose: Case | tuple[Case, ...]) -> tuple[Case, ...]:
+    """A chapter's DIAGNOSE as a tuple of cases, in the order its `diagnosis()` answers them."""
+    return diagnose if isinstance(diagnose, tuple) else (diagnose,)
+
+
+def show(diagnose: Case | tuple[Case, ...]) -> str:
+    """Each case's two profiles (rung first), what each rung is, and its choices; the constraints once. A case whose
+    profiles are not recorded yet says so, and still asks its question."""
+    parts = []
+    for case in cases(diagnose):
+        what = f"Exercise {case.key}: two rungs of exercise {case.exercise.split('-')[0]}"
+        if case.recorded:
+            gpu = recorded.index(case.folder)["gpu"]
+            lines = [f"{what}, profiled on {gpu}:", ""]
+            lines += [f"  {r}: {recorded.describe(case.exercise, r, case.folder)}" for r in (case.rung, case.beside)]
+            lines += ["", recorded.table(case.exercise, case.folder, only=(case.rung, case.beside))]
+        else:
+            # Only until a case's recording is in place: tests/profiling/test_diagnose.py fails meanwhile.
+            lines = [f"{what}. (The profiles of `{case.rung}` and `{case.beside}` are not recorded in this copy of "
+                     f"the course yet: assets/profiles/{case.folder}/{case.exercise}/ is recorded on an {case.folder} "
+                     "by `assets/results/gpu_measure.sh` and shipped with the chapter.)"]
+        lines += ["", f"What binds `{case.rung}`? One of the constraints below. And its next rung? One of:"]
+        lines += [f"  {choice!r}" for choice in case.choices]
+        parts.append("\n".join(lines))
+    parts.append("The constraints:\n" + "\n".join(f"  {c.name:<24} {c.meaning}" for c in CONSTRAINTS.values()))
+    return "\n\n".join(parts)
 
 
 def judge(case: Case, answer) -> str:
@@ -143,3 +202,14 @@ def judge(case: Case, answer) -> str:
         raise CheckFailed(f"{where}: the constraint is right, but {next_rung!r} does not relieve "
                           f"{case.binding}. Which choice changes {CONSTRAINTS[case.binding].look_at}?")
     return f"✓ {case.key} diagnosis: {case.binding}, then {case.next_rung!r}. {case.why}"
+
+
+def judge_all(diagnose: tuple[Case, ...], answer) -> list[str]:
+    """Several cases answered by one `diagnosis()`: a tuple with one (binding, next rung) pair per case, in
+    order. Each pair is judged as `judge` does; the lines a right answer prints, one per case."""
+    shape = ", ".join(f"(binding, next rung) for {case.key}" for case in diagnose)
+    if not isinstance(answer, (tuple, list)) or len(answer) != len(diagnose) or not all(
+            isinstance(pair, (tuple, list)) for pair in answer):
+        raise CheckFailed(f"{diagnose[0].key.split(' ')[0]}: diagnosis() returned {answer!r}; it should return a "
+                          f"tuple of {len(diagnose)} pairs: ({shape}).")
+    return [judge(case, pair) for case, pair in zip(diagnose, answer)]

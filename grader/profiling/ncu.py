@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import LadderError
 from .report import read_raw_csv
-from .signature import EXTRA_METRICS, SECTIONS, Signature, signatures_from_rows
+from .signature import EXTRA_METRICS, SECTIONS, Signature, signatures_from_rows, with_launch_totals
 from .target import RANGE
 
 TIMEOUT_S = 600
@@ -48,7 +48,8 @@ class Profile:
 
     @property
     def main(self) -> Signature:
-        return self.signatures[0]
+        """The longest kernel, with the whole call's totals."""
+        return with_launch_totals(self.signatures)
 
 
 def find_ncu() -> str | None:

@@ -4,10 +4,17 @@ rung of the ladder it stands on, and a short text of them.
 Each number names the ncu metric it comes from (Hopper and Ampere names; Nsight Compute 2025.3).
 A metric the profile lacks reads as NaN and prints as "n/a": a counter that was not collected is
 not a measured zero.
+
+A launcher may run several kernels in one call. The signature is its longest kernel's, with the launch's
+totals beside it (`launch_*`: every kernel of the profiled call), because an extra pass split into a kernel
+of its own shows only in those. A call's time on the host's clock and how much of it the GPU was busy are
+not Nsight Compute's to say (it serialises and replays every kernel): they come from a device trace of
+calls run back to back (grader.profiling.timeline), joined to a recorded signature where one was taken.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -54,7 +61,7 @@ class Signature:
     bank_conflicts: float            # l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
     achieved_occupancy_pct: float    # sm__warps_active.avg.pct_of_peak_sustained_active
     theoretical_occupancy_pct: float  # sm__maximum_warps_per_active_cycle_pct
-    occupancy_limiter: str           # the launch__occupancy_limit_* with the fewest blocks per SM
+    occupancy_limiter: str           # the launch__occupancy_limit_* with the fewest blocks per SM (ties: all)
     registers_per_thread: int
     shared_bytes_per_block: int
     top_stalls: tuple                # ((reason, warps stalled per issued instruction), ...), largest first
@@ -64,6 +71,18 @@ class Signature:
     # launch__waves_per_multiprocessor: the grid over what the SMs hold at once at this occupancy (under 1:
     # fewer blocks than the GPU could run, so some SMs have none). NaN in profiles recorded without it.
     waves_per_sm: float = math.nan
+    launch_kernels: int = 1          # kernels in the profiled call
+    launch_time_us: float = math.nan   # their gpu__time_duration.sum, added
+    launch_dram_bytes: float = math.nan  # their DRAM bytes, added
+    # From a device trace of calls back to back (NaN without one): the call's time by the host's clock, the
+    # share of the device's span it was busy, and the same call replayed as a CUDA graph.
+    call_us: float = math.nan
+    gpu_busy_pct: float = math.nan
+    graph_call_us: float = math.nan
+
+    @property
+    def launch_dram_mb(self) -> float:
+        return self.launch_dram_bytes / 1e6
 
     def summary(self) -> str:
         def pct(v):
@@ -87,6 +106,12 @@ class Signature:
             f"  top stalls (warps per issued instruction): {stalls}",
             f"  tensor pipe {pct(self.tensor_pipe_pct)} of active cycles",
         ]
+        if self.launch_kernels > 1:
+            lines.append(f"  the whole call: {self.launch_kernels} kernels, {num(self.launch_time_us, '{:,.1f}')} us, "
+                         f"{num(self.launch_dram_mb, '{:,.0f}')} MB through DRAM")
+        if not math.isnan(self.gpu_busy_pct):
+            lines.append(f"  calls back to back: {num(self.call_us, '{:,.1f}')} us a call, the GPU busy "
+                         f"{pct(self.gpu_busy_pct)} of the time; as a CUDA graph {num(self.graph_call_us, '{:,.1f}')} us")
         return "\n".join(lines)
 
     @property
@@ -105,8 +130,13 @@ def _stalls(row: KernelRow) -> tuple:
 
 
 def _limiter(row: KernelRow) -> str:
+    """The limit with the fewest blocks per SM; where several allow the same fewest, all of them
+    ("registers, warps"): naming only the first would blame one of two equal limits."""
     limits = {name: row.get(metric) for name, metric in _LIMITS.items() if not math.isnan(row.get(metric))}
-    return min(limits, key=limits.get) if limits else "n/a"
+    if not limits:
+        return "n/a"
+    fewest = min(limits.values())
+    return ", ".join(name for name, blocks in limits.items() if blocks == fewest)
 
 
 def _ways(wavefronts: float, instructions: float) -> float:
@@ -147,6 +177,8 @@ def signature_of(row: KernelRow, exercise: str = "", rung: str = "") -> Signatur
                     + g("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum")),
         dram_bytes=g("dram__bytes_read.sum") + g("dram__bytes_write.sum"),
         waves_per_sm=g("launch__waves_per_multiprocessor"),
+        launch_time_us=g("gpu__time_duration.sum"),
+        launch_dram_bytes=g("dram__bytes_read.sum") + g("dram__bytes_write.sum"),
     )
 
 
@@ -157,6 +189,19 @@ def signatures_from_rows(rows: list[KernelRow], exercise: str = "", rung: str = 
 
 
 def signature_from_rows(rows: list[KernelRow], exercise: str = "", rung: str = "") -> Signature:
+    """The longest kernel's signature, with the totals of every kernel in `rows` (one profiled call)."""
     if not rows:
         raise ValueError("the profile holds no kernel")
-    return signatures_from_rows(rows, exercise, rung)[0]
+    return with_launch_totals(signatures_from_rows(rows, exercise, rung))
+
+
+def with_launch_totals(sigs: list[Signature]) -> Signature:
+    """The first (longest) of one call's kernel signatures, with the totals of all of them."""
+    return dataclasses.replace(sigs[0], launch_kernels=len(sigs), launch_time_us=sum(s.time_us for s in sigs),
+                               launch_dram_bytes=sum(s.dram_bytes for s in sigs))
+
+
+def with_trace(sig: Signature, trace: dict) -> Signature:
+    """`sig` joined to a device trace's summary of the same launcher (grader.profiling.timeline's report)."""
+    return dataclasses.replace(sig, call_us=trace["call_us"], gpu_busy_pct=trace["gpu_busy_pct"],
+                               graph_call_us=trace.get("graph_call_us", math.nan))

@@ -43,44 +43,62 @@ def plan_for(chapter: str, exercise: str, launcher: str | None = None):
     return steps[0]
 
 
-def _call(fn, inputs, out, trailing, split_output=False):
-    outputs = tuple(out.unbind(0)) if split_output else (out,)   # see Exercise.split_output
-    return fn(*inputs, *outputs, *trailing)
+def call_launcher(fn, ex, inputs, out, trailing):
+    return fn(*ex.split((*inputs, out)), *trailing)   # the output as the learner receives it (Exercise.split)
 
 
-def run(notebook: Path, exercise: str, launcher: str | None, size_text: str | None) -> dict:
-    report: dict = {"notebook": str(notebook), "exercise": exercise, "outcome": "ok", "message": None}
+def learner_launcher(notebook: Path, exercise: str, launcher: str | None, report: dict):
+    """The notebook's launcher for `exercise`, its cells run by grader.learner's rules: (plan, function), or
+    None with the reason in `report` ("outcome", "message")."""
     os.environ["LADDER_QUIET_START"] = "1"
     nb = json.loads(notebook.read_text())
     chapter = nbcells.chapter_of(nb, notebook)
     if chapter not in chapters.names():
-        return {**report, "outcome": "no-chapter", "message": f"{notebook.name} is not a chapter notebook of this course"}
+        report.update(outcome="no-chapter", message=f"{notebook.name} is not a chapter notebook of this course")
+        return None
     try:
         step = plan_for(chapter, exercise, launcher)
     except LookupError as exc:
-        return {**report, "outcome": "no-exercise", "message": str(exc)}
-    ex = step.exercise
+        report.update(outcome="no-exercise", message=str(exc))
+        return None
     report.update(chapter=chapter, launcher=step.launcher)
     ns: dict = {"__name__": NAMESPACE}
     for gid, source in nbcells.learner_cells(nb):
         problems = run_cell(gid, source, ns)
         if problems and not any("NotImplementedError" in p for p in problems):
-            return {**report, "outcome": "cell-failed", "message": problems[0]}
+            report.update(outcome="cell-failed", message=problems[0])
+            return None
     fn = ns.get(step.launcher)
     if not callable(fn):
-        return {**report, "outcome": "missing", "message": f"the notebook defines no function `{step.launcher}`"}
+        report.update(outcome="missing", message=f"the notebook defines no function `{step.launcher}`")
+        return None
+    return step, fn
+
+
+def size_of(ex, size_text: str | None):
+    """The size to run at: `size_text` (JSON) or the exercise's graded size."""
+    size = json.loads(size_text) if size_text else ex.speed_size()
+    return tuple(size) if isinstance(size, list) else size
+
+
+def run(notebook: Path, exercise: str, launcher: str | None, size_text: str | None) -> dict:
+    report: dict = {"notebook": str(notebook), "exercise": exercise, "outcome": "ok", "message": None}
+    found = learner_launcher(notebook, exercise, launcher, report)
+    if found is None:
+        return report
+    step, fn = found
+    ex = step.exercise
 
     import torch
-    size = json.loads(size_text) if size_text else ex.speed_size()
-    size = tuple(size) if isinstance(size, list) else size
+    size = size_of(ex, size_text)
     gen = torch.Generator(device="cuda").manual_seed(int(time.time()))
     try:
         inputs, out = ex.make_inputs(size, gen, "cuda"), ex.make_output(size, "cuda")
         start = time.perf_counter()
-        _call(fn, inputs, out, step.trailing, ex.split_output)          # compiles, autotunes
+        call_launcher(fn, ex, inputs, out, step.trailing)          # compiles, autotunes
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        _call(fn, inputs, out, step.trailing, ex.split_output)
+        call_launcher(fn, ex, inputs, out, step.trailing)
         torch.cuda.synchronize()
         once_ms = (time.perf_counter() - t0) * 1e3
         report["warmup_s"] = round(time.perf_counter() - start, 2)
@@ -92,11 +110,11 @@ def run(notebook: Path, exercise: str, launcher: str | None, size_text: str | No
             size = small
             del inputs, out
             inputs, out = ex.make_inputs(size, gen, "cuda"), ex.make_output(size, "cuda")
-            _call(fn, inputs, out, step.trailing, ex.split_output)
+            call_launcher(fn, ex, inputs, out, step.trailing)
             torch.cuda.synchronize()
         out.fill_(float("nan"))     # poisoned: the profiled launch writes every element, or leaves NaN
         torch.cuda.nvtx.range_push(RANGE)
-        _call(fn, inputs, out, step.trailing, ex.split_output)
+        call_launcher(fn, ex, inputs, out, step.trailing)
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
     except NotImplementedError:

@@ -29,24 +29,34 @@ def test_napkin_math_check(capsys):
         ch07.check_napkin_math(lambda r, c: 4 * r * c, lambda r, c: 16 * r * c)
 
 
+def binding_limits(cases) -> set[str]:
+    return {name for t, r, s, a in cases for name in ch07.occupancy_reference(t, r, s, archs.by_name(a)).limiters}
+
+
 def test_occupancy_cases_cover_every_limit():
-    limiters = {ch07.occupancy_reference(t, r, s, archs.by_name(a)).limiter
-                for t, r, s, a in ch07.OCCUPANCY_VISIBLE + ch07.OCCUPANCY_HIDDEN}
-    assert limiters == {"threads", "blocks", "registers", "shared memory"}
-    visible = {ch07.occupancy_reference(t, r, s, archs.by_name(a)).limiter for t, r, s, a in ch07.OCCUPANCY_VISIBLE}
-    assert {"threads", "registers", "shared memory"} <= visible
+    assert binding_limits(ch07.OCCUPANCY_VISIBLE + ch07.OCCUPANCY_HIDDEN) == {"threads", "blocks", "registers",
+                                                                              "shared memory"}
+    assert {"threads", "registers", "shared memory"} <= binding_limits(ch07.OCCUPANCY_VISIBLE)
+
+
+def test_equal_limits_are_all_named():
+    """1,024 threads at 22 registers (the solution's softmax on an H100): the thread limit and the register
+    file each allow two blocks. Naming only the first of two equal limits would blame one of them."""
+    occ = ch07.occupancy_reference(1024, 22, 256, archs.by_name("sm_90"))
+    assert occ.limiters == ("threads", "registers") and "limited by threads and registers alike" in occ.describe()
 
 
 def test_occupancy_reference_by_hand():
     h100 = archs.by_name("sm_90")
-    # 1,024 threads at 32 registers: 32 warps x 1,024 registers = 32K per block, two blocks: 100%.
-    assert ch07.occupancy_reference(1024, 32, 0, h100) == ch07.Occupancy(2, 1.0, "threads")
+    # 1,024 threads at 32 registers: 32 warps x 1,024 registers = 32K per block, two blocks: 100%, which is
+    # also all the threads an SM holds: both limits allow two.
+    assert ch07.occupancy_reference(1024, 32, 0, h100) == ch07.Occupancy(2, 1.0, ("threads", "registers"))
     # 33 registers round up to 40 a thread (1,280 a warp): 12 warps in each quarter of the register file,
     # 48 in the SM, one block of 32: 50%.
-    assert ch07.occupancy_reference(1024, 33, 0, h100) == ch07.Occupancy(1, 0.5, "registers")
+    assert ch07.occupancy_reference(1024, 33, 0, h100) == ch07.Occupancy(1, 0.5, ("registers",))
     # 64 threads at 40 registers: 48 warps are 24 blocks of 2, where one undivided file of 65,536
     # registers would hold 51 warps, 25 blocks (cudaOccMaxBlocksPerSMRegsLimit divides it in four first).
-    assert ch07.occupancy_reference(64, 40, 0, h100) == ch07.Occupancy(24, 0.75, "registers")
+    assert ch07.occupancy_reference(64, 40, 0, h100) == ch07.Occupancy(24, 0.75, ("registers",))
     # 48 KiB + 1 KiB reserved per block on an A100's 164 KiB: three blocks of 8 warps = 24 of 64 warps.
     occ = ch07.occupancy_reference(256, 40, 48 * 1024, archs.by_name("sm_80"))
     assert (occ.blocks, occ.limiter) == (3, "shared memory") and occ.fraction == pytest.approx(24 / 64)
@@ -206,6 +216,47 @@ def test_split_output_hands_the_learner_two_views_of_the_graders_tensor():
 
 
 @pytest.mark.skipif(HAS_GPU, reason="the no-GPU path")
+def loads_before(instructions, stop: str) -> int:
+    """Global loads (LDG) in the machine code before the first instruction whose opcode starts with `stop`."""
+    count = 0
+    for ins in instructions:
+        op = ins.split("*/")[-1].strip().lstrip("@!P0123456789 ").split(" ")[0]
+        if op.startswith(stop):
+            return count
+        count += op.startswith("LDG")
+    raise AssertionError(f"no {stop} in the listing")
+
+
+def test_the_reduction_rungs_loads_in_flight_are_what_the_text_counts():
+    """reduce-after counts bytes in flight per thread from the code: the tree rungs load one element (the first
+    add during load two) before their first barrier, and the grid-stride loop of the shuffle rungs is unrolled
+    four times with four loads issued before its first add. This holds it to the sm_90 machine code."""
+    from grader.cuda import sass
+    from grader.learner.cells import cuda_sources
+
+    source = dict(cuda_sources(SOLUTION)[0])["REDUCE_SRC"]
+    listing = lambda name: sass.disassemble(source=source, name=name, arch="sm_90").instructions  # noqa: E731
+    for tree, loads in (("sum_sequential", 1), ("sum_first_add", 2), ("sum_last_warp", 2)):
+        assert loads_before(listing(tree), "BAR") == loads, tree
+    loop = listing("sum_shuffle_atomic")
+    unrolled = [i for i, ins in enumerate(loop) if "LDG" in ins]
+    # after the loop's remainder (one load, one add), the unrolled body: four loads, then the first of four adds
+    body = loop[unrolled[1]:]
+    assert loads_before(body, "FADD") == 4
+
+
+def test_the_on_chip_rungs_keep_one_and_four_loads_in_flight():
+    """Exercise 7.P (a)'s rungs, as its reading says: the on-chip softmax's first pass issues one 16-byte load and
+    stores it on chip before the next; the rung it names next issues four before it stores or merges any."""
+    from grader.cuda import sass
+    from submissions.ch07 import on_chip_7a, on_chip_loads_7a
+
+    for rung, loads in ((on_chip_7a, 1), (on_chip_loads_7a, 4)):
+        source = rung.CELLS["softmax-solution"].split('SOFTMAX_SRC = r"""')[1].split('"""')[0]
+        assert loads_before(sass.disassemble(source=source, name="softmax_rows_on_chip", arch="sm_90").instructions,
+                            "STS") == loads, rung.__name__
+
+
 def test_kernel_resources_without_a_gpu_come_from_ptxas():
     from grader import load_kernel
     from grader.cuda.nvrtc import nvrtc_available

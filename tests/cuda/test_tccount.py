@@ -240,7 +240,7 @@ def cpu_counter(monkeypatch):
     """launch_triton_counted without a GPU: its counter a CPU tensor, synchronize a no-op."""
     import torch
 
-    counter = torch.zeros(1, dtype=torch.int64)
+    counter = torch.zeros(2, dtype=torch.int64)   # every MMA's multiply-adds, then those on fp8 operands
     monkeypatch.setattr(tccount, "_triton_counter", lambda: (counter, "/nonexistent"))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     return counter

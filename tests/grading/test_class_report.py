@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import browser
 from conftest import ROOT
 from grader.classgrade import report
 from grader.harness.results import SpeedResult
@@ -125,3 +126,157 @@ def test_why_a_student_was_not_graded_is_kept_for_the_report_until_a_run_grades_
         assert ws.not_graded() == {}
     finally:
         ws.close()
+
+
+# ------------------------------------------------------------------------------------ the page, true for the class
+
+def _cells(*outcomes: tuple[str, float, float, str | None]):
+    from grader.notebooks.check import CellResult
+
+    return [CellResult(gid, pts, most, "pass" if reason is None else "fail", None if reason is None else
+                       {"ename": "CheckFailed", "evalue": f"{gid} went wrong\n[reason: {reason}]"}, reason=reason)
+            for gid, pts, most, reason in outcomes]
+
+
+def _graded(name: str, *outcomes, seconds: float | None = 20.0) -> report.Student:
+    cells = _cells(*outcomes)
+    return report.Student(name, sum(c.points for c in cells), sum(c.max_points for c in cells), cells,
+                          {c.grade_id: f"id-{c.grade_id}" for c in cells}, [],
+                          {c.grade_id: f"{c.grade_id} went wrong" for c in cells if c.reason}, f"feedback/{name}.html",
+                          seconds=seconds, worker="host GPU 0" if seconds is not None else "")
+
+
+def _not_graded(name: str, why: str = "the file is empty") -> report.Student:
+    return report.Student(name, 0.0, 15.0, [], {}, [], {}, f"feedback/{name}.html", why=why)
+
+
+def _page(students) -> str:
+    return " ".join(report.render("01_vector_add", students, rungs={}).split())
+
+
+def test_an_empty_class_claims_nothing():
+    text = _page([])
+    assert "0 student(s): 0 graded, 0 not graded" in text and "No student is in the gradebook" in text
+    for claim in ("Every graded student passed", "Every student was graded", "first attempt", "mean"):
+        assert claim not in text, claim
+
+
+def test_a_class_nobody_could_grade_says_so_and_lists_them():
+    text = _page([_not_graded("ada"), _not_graded("bo", "another chapter's notebook (07_reductions)")])
+    assert "2 student(s): 0 graded, 2 not graded" in text
+    assert "mean 0.0, median 0, over all 2 student(s) (2 not graded, counted as" in text
+    assert "Every graded student passed" not in text and "Every student was graded" not in text
+    assert "No speed was measured: no student was graded." in text
+    assert ('<b><a href="feedback/bo.html">bo</a></b>: <span class="message">another chapter&#39;s notebook '
+            "(07_reductions)</span>") in text
+
+
+def test_students_not_graded_count_in_the_statistics_as_grades_csv_counts_them():
+    text = _page([_graded("ada", ("a", 15, 15, None)), _graded("bo", ("a", 9, 15, "wrong-result")), _not_graded("cy")])
+    assert "3 student(s): 2 graded, 1 not graded" in text
+    assert "mean 8.0, median 9, over all 3 student(s) (1 not graded" in text
+
+
+def test_a_run_that_stopped_before_recording_claims_no_first_attempt():
+    stopped = _page([_graded("ada", ("a", 1, 1, None), seconds=None), _graded("bo", ("a", 1, 1, None), seconds=None)])
+    assert "first attempt" not in stopped and "No grading is recorded in the journal for this assignment." in stopped
+    part = _page([_graded("ada", ("a", 1, 1, None)), _graded("bo", ("a", 1, 1, None), seconds=None)])
+    assert ("Each of the 1 student(s) the journal records was graded at the first attempt, no kernel lost. 1 graded "
+            "student(s) have no record in the journal") in part
+
+
+def test_who_needs_help_is_one_line_a_student_their_first_lost_cell_linked():
+    ada = _graded("ada", ("napkin", 1, 1, None), ("1a-visible", 0, 2, "no-gpu"), ("1a-hidden", 0, 2, "out-of-bounds"),
+                  ("1b-visible", 0, 2, "wrong-result"), ("1b-speed", 0, 2, "library-compute"))
+    bo = _graded("bo", ("napkin", 1, 1, None), ("1a-visible", 0, 2, "no-gpu"))   # lost nothing: not listed
+    rows = report.needs_help([ada, bo, _not_graded("cy")])
+    assert [r["name"] for r in rows] == ["cy", "ada"]   # the lowest score first
+    assert (rows[1]["cell"], rows[1]["reason"], rows[1]["more"]) == ("1a-hidden", "out-of-bounds", 2)
+    assert rows[1]["link"] == "feedback/ada.html#cell-id=id-1a-hidden"
+    assert rows[1]["integrity"], "one of ada's lost cells (1b-speed) is an integrity rejection: marked"
+    assert report.help_said(rows) == ("2 student(s) need help: 1 not graded; 1 with a kernel rejected for how it got "
+                                      "its answer or its time (⚑).")
+    assert report.help_said(rows[1:2]) == "1 student(s) need help: 1 with a kernel rejected for how it got its answer " \
+                                          "or its time (⚑)."
+    text = _page([ada, bo])
+    assert text.count('<tr><td><a href="feedback/') == 1 and "+2&nbsp;more" in text
+
+
+def test_points_not_checked_are_said_apart_from_points_lost():
+    no_gpu = [_graded(name, ("napkin", 1, 1, None), ("1a-visible", 0, 2, "no-gpu"), ("1a-speed", 0, 2, "no-gpu"))
+              for name in ("ada", "bo")]
+    text = _page(no_gpu)
+    assert ("Not checked here, not lost: every graded student, 4 of 5 points (4 points need a GPU). Points lost, all "
+            "graded students together: 0.") in text
+    assert "Every graded student passed every graded cell that could be checked here" in text
+    assert "No speed was measured: the class was graded without a GPU (4 graded cell(s) said no-gpu)." in text
+    rates = {r["cell"]: r for r in report.pass_rates(no_gpu)}
+    assert rates["1a-speed"]["pass_pct"] is None and rates["1a-speed"]["not_checked"] == [("no-gpu", 2)]
+    assert rates["napkin"]["pass_pct"] == 100.0
+
+
+# ------------------------------------------------------------------------------------ a class of 200
+
+@pytest.fixture(scope="module")
+def class_of_200(tmp_path_factory):
+    """A class of 200 written straight into a grading workspace (tests/grading/synthetic_gradebook.py), its
+    report built by `ladder report`'s own function. About 15 s on a 2-core machine, most of it nbgrader
+    generating the assignment and the report's figures."""
+    from synthetic_gradebook import build_class, class_of
+
+    students = class_of(200)
+    ws = build_class(tmp_path_factory.mktemp("class200") / "ws", students)
+    try:
+        page = report.build(ws)
+        csv_path = ws.folder / "export.csv"
+        ws.export_csv(csv_path)
+    finally:
+        ws.close()
+    return students, page, csv_path
+
+
+def test_a_class_of_200_folds_its_long_lists_and_agrees_with_grades_csv(class_of_200):
+    import csv
+    import re
+
+    students, page, csv_path = class_of_200
+    html = page.read_text()
+    text = " ".join(html.split())
+    with open(csv_path) as fh:
+        scores = [float(row["score"]) for row in csv.DictReader(fh)]
+    not_graded = [n for n, s in students.items() if s.why]
+    assert len(scores) == 200 and not_graded
+    assert f"200 student(s): {200 - len(not_graded)} graded, {len(not_graded)} not graded" in text
+    assert f"mean {statistics.mean(scores):.1f}, median {statistics.median(scores):g}, over all 200 student(s)" in text
+    needing = {n for n, s in students.items() if s.why or s.failed}
+    listed = re.findall(r'<tr><td><a href="feedback/([^/]+)/', html)
+    assert sorted(listed) == sorted(needing), "one line for each student who lost points or was not graded"
+    shown = html.split('id="help-table"', 1)[1].split("</table>", 1)[0]
+    assert shown.count("<tr><td>") == report.SHOWN and '<details id="help-more">' in html
+    assert f"{len(needing) - report.SHOWN} more student(s)" in text
+
+
+def test_a_class_of_200_reads_in_one_screen_in_chromium(class_of_200, tmp_path):
+    """The first screen holds where the class stands and the start of who needs help; the page, its long lists
+    folded, stays a few screens long. The screenshots are left in the test's folder, to look at."""
+    sync_playwright, chromium = browser.chromium()
+    _, page, _ = class_of_200
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        tab = b.new_page(viewport={"width": 1100, "height": 900})
+        problems = []
+        tab.on("pageerror", lambda exc: problems.append(str(exc)))
+        tab.on("requestfailed", lambda r: problems.append(f"{r.url}: {r.failure}"))
+        tab.goto(page.as_uri(), wait_until="load")
+        tab.screenshot(path=str(tmp_path / "first-screen.png"))
+        tab.screenshot(path=str(tmp_path / "report-200.png"), full_page=True)
+        height = tab.evaluate("document.documentElement.scrollHeight")
+        help_top = tab.eval_on_selector("#help-table", "e => e.getBoundingClientRect().top")
+        summary_top = tab.eval_on_selector("#help-summary", "e => e.getBoundingClientRect().top")
+        images = tab.eval_on_selector_all("img", "els => els.map(e => [e.alt, e.complete, e.naturalWidth])")
+        folded = tab.eval_on_selector("#help-more", "e => e.open")
+        b.close()
+    assert not problems, problems
+    assert summary_top < 900 and help_top < 900, (summary_top, help_top)
+    assert height < 5 * 900, f"{height} px: a class of 200 must stay a few screens long with its lists folded"
+    assert not folded and all(complete and width > 0 for _, complete, width in images), images

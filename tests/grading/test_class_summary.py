@@ -40,3 +40,41 @@ def test_the_summary_says_what_the_run_spent_before_its_first_student_and_after_
     [alone] = outside_students(grades, 1000.0, 1003.5, 1055.0)   # one GPU: no Dask
     assert "Dask" not in alone and "12.0 s" in alone
     assert outside_students(grades[2:], 1000.0, 1003.5, 1055.0) == []   # nobody graded in this run
+
+
+def _no_gpu_student(name: str, napkin: float = 1.0) -> StudentGrade:
+    """A chapter-1 student graded without a GPU: two napkin cells checked, three 2-point GPU cells not."""
+    cells = {"napkin-test": (napkin, 1.0), "diagnosis": (1.0, 1.0), "1a-visible": (0.0, 2.0), "1a-hidden": (0.0, 2.0),
+             "1a-speed": (0.0, 2.0)}
+    reasons = {gid: ("no-gpu", "no GPU") for gid in ("1a-visible", "1a-hidden", "1a-speed")}
+    if napkin < 1.0:
+        reasons["napkin-test"] = ("wrong-result", "3 bytes off")
+    return StudentGrade(name, napkin + 1.0, 8.0, cells, None, cell_reasons=reasons, seconds=10.0, worker="cpu")
+
+
+def test_the_summary_counts_points_not_checked_apart_from_points_lost():
+    from grader.classgrade.progress import summary
+
+    text = "\n".join(summary([_no_gpu_student("ada"), _no_gpu_student("bo", napkin=0.0),
+                              StudentGrade("cy", 0.0, 8.0, {}, None, "not a notebook", reason="not-a-notebook")]))
+    assert "ada                  2/8          10 s on cpu  (2/2 checked points; 6 points need a GPU)" in text
+    assert "(1/2 checked points; 6 points need a GPU)" in text
+    # the pass rate of a GPU cell is over the students it was checked for: none here
+    assert "1a-speed                    0/0        –  not checked: 2 no-gpu" in text
+    assert "napkin-test                 1/2     50.0%" in text
+    assert ("not checked here, not lost: every graded student, 6 of 8 points (6 points need a GPU); points lost in "
+            "all: 1") in text
+
+
+def test_grades_csv_gives_points_lost_and_not_checked_with_why(tmp_path):
+    from grader.classgrade.export import points_columns, student_reason
+
+    ada, bo = _no_gpu_student("ada"), _no_gpu_student("bo", napkin=0.0)
+    assert student_reason(ada) == ("graded", "2/2 checked points; 6 points need a GPU")
+    assert points_columns(ada) == {"lost_points": "0", "not_checked_points": "6", "not_checked_why": "6 points need a GPU"}
+    assert points_columns(bo)["lost_points"] == "1"
+    full = StudentGrade("cy", 8.0, 8.0, {"napkin-test": (8.0, 8.0)}, None)
+    assert student_reason(full) == ("graded", "")
+    assert points_columns(full) == {"lost_points": "0", "not_checked_points": "0", "not_checked_why": ""}
+    gone = StudentGrade("dee", 0.0, 8.0, {}, None, "not a notebook", reason="not-a-notebook")
+    assert points_columns(gone) == {"lost_points": "", "not_checked_points": "", "not_checked_why": ""}

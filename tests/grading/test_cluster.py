@@ -9,7 +9,8 @@ from grader.classgrade import cluster, identity
 from grader.errors import LadderError
 
 
-@pytest.mark.parametrize("kind, directive", [("slurm", "#SBATCH --gres=gpu:1"), ("pbs", "#PBS -l ngpus=1")])
+@pytest.mark.parametrize("kind, directive", [("slurm", "#SBATCH --gres=gpu:1"), ("pbs", "#PBS -l ngpus=1"),
+                                             ("sge", "#$ -l gpu=1"), ("lsf", '#BSUB -gpu "num=1"')])
 def test_a_batch_job_is_one_worker_with_one_gpu(kind, directive):
     import dask_jobqueue  # noqa: F401  (the dev extra's: where it is missing the test fails, never skips)
     where = cluster.Where(cluster=kind, cluster_options=cluster.parse_options(["queue=gpu", "cores=8"]))
@@ -184,6 +185,48 @@ def test_dask_starts_beside_the_caller_and_an_error_starting_it_is_raised_where_
     started = [e for e in events if isinstance(e, tuple)]
     assert len(started) == 1 and started[0][1].startswith("ladder-dask")   # in a thread of its own
     assert [e for e in events if isinstance(e, str)] == ["caller goes on", "warmed", "left"]
+
+
+BATCH_START = """
+import signal, sys
+from grader.classgrade.cluster import Starting, Where
+from grader.errors import LadderError
+
+kept = signal.getsignal(signal.SIGINT)
+starting = Starting(Where(cluster=sys.argv[1], cluster_options={"cores": 1, "memory": "1GB"}))
+try:
+    starting.client()
+    print("started")
+except LadderError as exc:
+    print(exc)
+finally:
+    starting.stop()
+print("SIGINT kept" if signal.getsignal(signal.SIGINT) is kept else "SIGINT changed")
+"""
+
+
+@pytest.mark.parametrize("kind, command", [("slurm", "sbatch"), ("pbs", "qsub"), ("sge", "qsub"), ("lsf", "bsub")])
+def test_every_batch_system_starts_from_the_thread_dask_starts_in(tmp_path, kind, command):
+    """dask-jobqueue sets a signal handler as it is imported, which only the main thread may do: imported first
+    in `Starting`'s own thread, every `--cluster` raised "signal only works in main thread" before submitting
+    anything. In a fresh process, as `ladder grade` is (here the test process imported it long ago), on a machine
+    whose PATH has no batch system: each gets as far as its submit command, says it is missing in one line, and
+    leaves Ctrl-C as it was."""
+    import os
+    import subprocess
+    import sys
+
+    import dask_jobqueue  # noqa: F401  (the dev extra's: where it is missing the test fails, never skips)
+    from conftest import ROOT
+
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable), PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", BATCH_START, kind], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        f"--cluster {kind}: {command} is not on this machine's PATH: run `ladder grade` where {kind} jobs can be "
+        "submitted (a login node)", "SIGINT kept"], done.stdout + done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
 
 
 def test_dask_is_not_started_for_a_run_that_will_grade_no_one(tmp_path, monkeypatch):

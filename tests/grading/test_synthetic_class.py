@@ -102,7 +102,7 @@ def test_scaling_record_keeps_what_each_speed_cell_recorded(tmp_path):
     scaling = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scaling)
     record = {"key": "1a", "ratio": 0.9, "rounds": 5, "timing_s": 1.5, "stopped": "verdict", "throttled": False,
-              "remeasured_from": None}
+              "remeasured_from": None, "remeasured_because": None}
     cell = nbformat.v4.new_code_cell("check_speed()", metadata={"nbgrader": {"grade_id": "a-speed"}})
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
                                            text=["✓ 1a speed\n", f"[speed: {json.dumps(record)}]\n"])]

@@ -117,10 +117,17 @@ def test_calibrate_proposes_and_reports_a_copy_ceiling_bar_in_its_own_unit(tmp_p
     solution = Figures(rung("pass"), (0.82, 0.84, 0.83), unit=unit)
     below = Figures(rung("fail"), (0.31, 0.33, 0.32), unit=unit)
     p = propose(bar_for("1a", None), [solution, below])
-    assert p.separates and p.proposed == pytest.approx(round((0.33 * 0.82) ** 0.5, 2))
+    assert p.separates and p.kept and p.proposed == 0.6   # 10% clear of both rungs: the bar is kept
     text = report(p)
-    assert "1a: bar 0.60 of the copy ceiling" in text and "0.820-0.840 of the copy ceiling" in text
-    assert "proposed bar: 0.52 of the copy ceiling" in text
+    assert "1a (graded): bar 0.60 of the copy ceiling" in text and "0.820-0.840 of the copy ceiling" in text
+    assert ("keeps 0.60 of the copy ceiling: 36.7% under the solution's slowest run (0.820 of the copy ceiling), "
+            "81.8% above the rung below's fastest (0.330 of the copy ceiling)") in text
+    from dataclasses import replace
+
+    moved = propose(replace(bar_for("1a", None), bar=0.8), [solution, below])   # 2.5% under the solution: moved
+    assert not moved.kept and moved.proposed == 0.74
+    assert "proposes 0.74 of the copy ceiling, the nearest to 0.80 of the copy ceiling that leaves 10% each side" \
+        in report(moved)
 
 
 def test_the_class_report_plots_the_fraction_a_copy_ceiling_bar_judged():

@@ -102,6 +102,13 @@ def test_architectures_with_tensor_cores_for_tl_dot_grade_every_bar(arch):
     hopper = [r.verdict.status for r in rows if r.key == "5a-hopper"]
     assert hopper == (["reported"] if arch == "sm_90" else ["does not run"]), hopper
     rows = [r for r in rows if r.key != "5a-hopper"]
+    # Chapter 9's need fp8 (sm_89 and later) and its stretch block-scaled MMA (sm_100 and later).
+    fp8 = {r.key: r.verdict.status for r in rows if r.chapter == 9}
+    fp8_here = arch in ("sm_89", "sm_90")
+    assert fp8 == {"9a": "graded" if fp8_here else "does not run", "9a-copy": "graded" if fp8_here else "does not run",
+                   "9b": "graded" if fp8_here else "does not run",
+                   "9c-stretch": "out of reach" if fp8_here else "does not run"}, fp8
+    rows = [r for r in rows if r.chapter != 9]
     assert {r.verdict.status for r in rows} == {"graded", "reported"}, [(r.key, r.verdict.status) for r in rows]
 
 

@@ -53,6 +53,13 @@ def leaves_a_thread(a, out):
     threading.Thread(target=lambda: threading.Event().wait(3), name="late_writer", daemon=True).start()
 
 
+def leaves_a_process(a, out):
+    import subprocess, sys
+    _kernel("double_kernel", lambda: out.copy_(a * 2))
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"], start_new_session=True,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def lazy(a, out):
     _kernel("double_kernel", lambda: out.copy_(a * 2))
     return (x for x in [out])
@@ -72,6 +79,7 @@ CASES = {   # launcher: the reason its call as a kernel launcher is rejected for
     "torch_then_kernel": "library-compute",
     "swallows": "swallowed-error",
     "leaves_a_thread": "stray-thread",
+    "leaves_a_process": "stray-process",
     "lazy": "not-plain",
     "raises": "raised",
 }

@@ -47,3 +47,27 @@ def test_start_copies_the_release_and_never_overwrites_the_learners_work(course)
     assert again.unchanged == ["work/01_vector_add/data/table.csv"]
     assert sorted(again.copied) == ["work/02_coalescing/02_coalescing.ipynb", "work/02_coalescing/data/table.csv"]
     assert (work / "01_vector_add" / "01_vector_add.ipynb").read_text() == "my answers"
+
+
+def test_ladder_start_says_what_it_made_and_what_was_already_there(tmp_path, monkeypatch, capsys):
+    """`ladder start 1 --dir DIR`: a DIR not there is made and said so (a relative one too, which stopped it with a
+    traceback); run again with DIR holding chapters 1 and 3, it says that chapter 1's notebook is there, not
+    "every chapter's"; with no chapter named it copies the rest."""
+    from grader.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["start", "1", "--dir", "mine", "--keep-instructor-tools"]) == 0
+    out = capsys.readouterr().out
+    dest = (tmp_path / "mine").resolve()
+    assert out.startswith(f"made     {dest} (it did not exist)\ncopied   mine/01_vector_add/01_vector_add.ipynb\n"), out
+    assert main(["start", "3", "--dir", "mine", "--keep-instructor-tools"]) == 0
+    assert "made " not in capsys.readouterr().out
+    assert main(["start", "1", "--dir", "mine", "--keep-instructor-tools"]) == 0
+    out = capsys.readouterr().out
+    assert f"{dest} already holds the notebook of 01_vector_add, as released: nothing to copy" in out, out
+    assert "every chapter" not in out
+    assert main(["start", "--dir", "mine", "--keep-instructor-tools"]) == 0
+    copied = [line for line in capsys.readouterr().out.splitlines() if line.startswith("copied ")]
+    assert copied and not any("01_vector_add" in line or "03_tiling" in line for line in copied)
+    assert main(["start", "--dir", "mine", "--keep-instructor-tools"]) == 0
+    assert f"{dest} already holds every chapter's notebook, as released: nothing to copy" in capsys.readouterr().out

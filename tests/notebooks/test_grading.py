@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+import browser
 from conftest import HAS_GPU, ROOT
 from submissions.build import build
 
@@ -232,6 +233,7 @@ def _failures(ws) -> dict[tuple[str, str], set[str]]:
 
 def test_the_class_report_agrees_with_grades_csv_and_the_autograded_notebooks(graded):
     from grader.classgrade.report import INTEGRITY
+    from grader.notebooks.points import NOT_CHECKED
 
     ws, proc = graded
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -240,28 +242,43 @@ def test_the_class_report_agrees_with_grades_csv_and_the_autograded_notebooks(gr
     page.feed((ws / "report.html").read_text())
     scores = _scores(ws)
     text = " ".join((ws / "report.html").read_text().split())
-    assert f"{len(scores)} student(s) in the gradebook, {len(scores)} graded, 0 not graded" in text
-    assert (f"mean {statistics.mean(scores.values()):.1f}, median {statistics.median(scores.values()):g}") in text
+    assert f"{len(scores)} student(s): {len(scores)} graded, 0 not graded" in text
+    assert (f"mean {statistics.mean(scores.values()):.1f}, median {statistics.median(scores.values()):g}, over all "
+            f"{len(scores)} student(s)") in text
 
+    # Per cell: the pass rate over the students it was checked for, the share of them each reason failed, and how
+    # many this machine could not check (without a GPU, every GPU cell: no-gpu).
     failures = _failures(ws)
     rows = {row[0]: row for row in page.tables["pass-rates"][1:]}
     cells = [gid for gid, _ in _cells(ws, STUDENTS[0]).items()]
     assert sorted(rows) == sorted(cells)
     for gid in cells:
         failed = {reason: students for (cell, reason), students in failures.items() if cell == gid}
-        n_failed = sum(len(s) for s in failed.values())
-        assert rows[gid][2] == f"{100 * (len(STUDENTS) - n_failed) / len(STUDENTS):.0f}%", (gid, rows[gid], failed)
+        unchecked = {reason: students for reason, students in failed.items() if reason in NOT_CHECKED}
+        checked = len(STUDENTS) - sum(len(s) for s in unchecked.values())
+        lost = sum(len(s) for reason, s in failed.items() if reason not in NOT_CHECKED)
+        assert rows[gid][2] == (f"{100 * (checked - lost) / checked:.0f}%" if checked else "–"), (gid, rows[gid])
         for reason, students in failed.items():
-            assert f"{100 * len(students) / len(STUDENTS):.0f}% {reason}" in rows[gid][3], (gid, reason, rows[gid])
+            if reason in NOT_CHECKED:
+                assert f"{len(students)} {reason}" in rows[gid][4], (gid, reason, rows[gid])
+            else:
+                assert f"{100 * len(students) / checked:.0f}% {reason}" in rows[gid][3], (gid, reason, rows[gid])
+
+    # Who needs help: one line a student who lost points, their first such cell in the notebook's order, linked.
+    order = {gid: i for i, gid in enumerate(cells)}
+    first: dict[str, tuple[str, str]] = {}
+    for (gid, reason), students in sorted(failures.items(), key=lambda kv: order[kv[0][0]]):
+        for student in students:
+            if reason not in NOT_CHECKED:
+                first.setdefault(student, (gid, reason))
+    help_rows = {row[0]: (row[2], row[3].rstrip(" ⚑")) for row in page.tables["help-table"][1:]}
+    assert help_rows == first, (help_rows, first)
 
     def grouped(section):
         return {head: {href.split("/")[1] for href in links} for head, links in page.groups[section]}
 
-    expected_help = {f"{gid}, {reason}": students for (gid, reason), students in failures.items()
-                     if reason not in INTEGRITY}
     expected_integrity = {f"{reason} in {gid}": students for (gid, reason), students in failures.items()
                           if reason in INTEGRITY}
-    assert {head.rsplit(" (", 1)[0]: who for head, who in grouped("help").items()} == expected_help
     assert {head.rsplit(" (", 1)[0]: who for head, who in grouped("integrity").items()} == expected_integrity
     if HAS_GPU and "cheater" in STUDENTS:
         assert expected_integrity.get("library-compute in vector-add-speed") == {"cheater"}
@@ -270,36 +287,16 @@ def test_the_class_report_agrees_with_grades_csv_and_the_autograded_notebooks(gr
         assert "<b>killer</b>" in retries and "kernel died" in retries
 
 
-def _browser():
-    """Chromium from Debian's package, driven by Playwright. CI installs both (.ci/run): there, a missing one
-    fails; elsewhere the test says what to install."""
-    import shutil
-
-    missing = []
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        sync_playwright = None
-        missing.append("Playwright (pip install -e '.[dev]')")
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        missing.append("Chromium (Debian: apt-get install chromium)")
-    if missing and os.environ.get("CI") != "true":
-        pytest.skip(f"no browser to open the report in: install {' and '.join(missing)}")
-    assert not missing, f"CI must have {' and '.join(missing)}: .ci/run installs them"
-    return sync_playwright, chromium
-
-
 def test_the_class_report_opens_in_chromium_with_every_figure_and_link(graded, tmp_path):
     from urllib.parse import unquote, urlparse
 
-    sync_playwright, chromium = _browser()
+    sync_playwright, chromium = browser.chromium()
     ws, proc = graded
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = ws / "report.html"
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        b = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page = b.new_page(viewport={"width": 1100, "height": 900})
         problems = []
         page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda exc: problems.append(str(exc)))
@@ -309,7 +306,7 @@ def test_the_class_report_opens_in_chromium_with_every_figure_and_link(graded, t
                                                   "e.naturalHeight, e.src.slice(0, 22)])")
         links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-        browser.close()
+        b.close()
     assert not problems, problems
     assert len(images) >= 3, images   # the scores, the pass rates, the time per student
     for alt, complete, width, height, src in images:

@@ -59,7 +59,10 @@ def test_missing_metrics_read_as_nan_never_zero():
 
 def test_limiter_is_the_fewest_blocks_per_sm_and_ldmatrix_is_not_a_bank_conflict():
     mm = signature_from_rows([r for r in read_raw_csv((PROBE / "probe_raw.csv").read_text()) if r.name == "ladder_mm"])
-    assert mm.occupancy_limiter == "registers" and mm.registers_per_thread == 168
+    # at 168 registers a thread, the register file and shared memory each allow the same one block: both named
+    assert mm.occupancy_limiter == "registers, shared memory" and mm.registers_per_thread == 168
+    # 7a's softmax, 1,024 threads at 22 registers: two blocks by the register file and two by warps
+    assert recorded.load("7a", "solution").occupancy_limiter == "registers, warps"
     naive_5a = recorded.load("5a", "naive")    # Triton's ldmatrix: wavefronts without LDS instructions
     assert math.isnan(naive_5a.shared_ld_ways)
     stalls = dict(recorded.load("2", "naive").top_stalls)

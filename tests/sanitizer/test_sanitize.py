@@ -25,7 +25,7 @@ from submissions import build
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
-TRITON_CHAPTERS = ("ch05", "ch06", "ch08", "ch10")   # their kernels are Triton's: the interpreter runs them without a GPU
+TRITON_CHAPTERS = ("ch05", "ch06", "ch08", "ch09", "ch10")   # their kernels are Triton's: the interpreter runs them without a GPU
 MIXED_CHAPTERS = ("ch07",)   # CUDA C (7a) and Triton (7b, 7c): exercises with CPU sizes run in the interpreter
 
 

@@ -84,3 +84,25 @@ def run_cell(source: str, ns: dict, filename: str) -> None:
 
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), ns)
+
+
+def checked_notebook(kind: str, name: str, cells: list[str], dest: Path) -> Path:
+    """The student's notebook for entry `name`, cut to what a check of `cells` reads: the setup cell,
+    the solution cells and those graded cells, each test cell as the instructor wrote it (the exploit suite,
+    tests/notebooks/test_exploits.py, runs it through `ladder check`'s executor on both paths)."""
+    from grader.learner import cells as nbcells
+
+    sub = importlib.import_module(f"submissions.{kind}.{name}")
+    student = json.loads(build(kind, sub.CHAPTER_DIR, name, dest).read_text())
+    instructor = next((ROOT / "solutions" / sub.CHAPTER_DIR).glob("*.ipynb"))
+    last = max(i for i, c in enumerate(student["cells"]) if nbcells.grade_id(c) in cells)
+    kept = []
+    for cell in student["cells"][:last + 1]:
+        if nbcells.is_learner_cell(cell):
+            kept.append(cell)
+        elif nbcells.is_autograded_test(cell) and nbcells.grade_id(cell) in cells:
+            cell["source"] = nbcells.test_source(instructor, nbcells.grade_id(cell))
+            kept.append(cell)
+    student["cells"] = kept
+    dest.write_text(json.dumps(student, indent=1))
+    return dest

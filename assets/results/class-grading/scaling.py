@@ -97,8 +97,17 @@ def _speed_checks(ws: Path, assignment: str) -> dict[str, list[dict]]:
             if record:
                 found.setdefault(nb_path.parts[-3], []).append(
                     {"cell": cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"),
-                     **{k: record.get(k) for k in ("key", "ratio", "rounds", "timing_s", "stopped", "throttled", "remeasured_from")}})
+                     **{k: record.get(k) for k in ("key", "ratio", "rounds", "timing_s", "stopped", "throttled", "remeasured_from",
+                                                    "remeasured_because")}})
     return found
+
+
+def _again(check: dict) -> str | None:
+    """Why a speed cell was measured again: "throttled", "crowded", or None. Records made before a speed cell said
+    why (no `remeasured_because`) were measured again only after a held clock."""
+    if check.get("remeasured_from") is None:
+        return None
+    return check.get("remeasured_because") or "throttled"
 
 
 def _stopped_by(checks: list[dict]) -> str:
@@ -164,7 +173,9 @@ def report(args) -> int:
                 print(f"\n{lab} GPU(s), speed cells: {len(checks)}, timed for {sum(c['timing_s'] for c in checks):.1f} s "
                       f"in all ({min(c['timing_s'] for c in checks):.1f}-{max(c['timing_s'] for c in checks):.1f} s "
                       f"each), rounds {rounds[0]}-{rounds[-1]} (median {rounds[len(rounds) // 2]}), "
-                      f"{sum(c['remeasured_from'] is not None for c in checks)} measured again after a held clock"
+                      f"{sum(_again(c) == 'throttled' for c in checks)} measured again after a held clock"
+                      + (f", {crowded} beside another process on the GPU"
+                         if (crowded := sum(_again(c) == 'crowded' for c in checks)) else "")
                       + _stopped_by(checks))
         per_student: dict[str, dict[str, tuple]] = {}
         for lab in labels:

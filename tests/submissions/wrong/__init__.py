@@ -26,7 +26,8 @@ from submissions.build import ROOT
 REASONS = {
     "not-written", "no-gpu", "compile-error", "launch-error", "raised", "crashed", "timed-out", "wrong-result",
     "wrong-dtype", "not-plain", "input-modified", "out-of-bounds", "kernel-unused", "library-compute",
-    "swallowed-error", "stray-thread", "tampered", "timer-mismatch", "too-fast", "l2-persist", "no-tensor-cores",
+    "swallowed-error", "stray-thread", "stray-process", "tampered", "timer-mismatch", "too-fast", "l2-persist",
+    "no-tensor-cores", "no-fp8-tensor-cores",
     "not-fused", "below-bar", "memory", "stderr", "sanitizer-memcheck", "sanitizer-racecheck", "sanitizer-synccheck",
 }
 
@@ -121,3 +122,27 @@ def ch05_naive_matmul_cell(extra: str) -> str:
     than taken from the notebook's (ungraded) `naive-kernel` cell."""
     given = notebook_cell(CH05, "matmul-solution")
     return given[:given.index("@triton.autotune")] + notebook_cell(CH05, "naive-kernel") + "\n\n" + extra
+
+
+# ------------------------------------------------------------------ chapter 9 pieces several students share
+
+CH09 = "09_low_precision"
+
+# The solution's launch of its GEMM kernel, as written in `gemm-solution`.
+CH09_GEMM_LAUNCH = "    fp8_gemm_kernel[grid](a, a_scale, b, b_scale, out, M, N, K)\n"
+
+
+def ch09_gemm_behind(computed: str) -> str:
+    """`gemm-solution` whose launcher computes the product with torch (`computed`, an expression of a, a_scale, b,
+    b_scale that gives the (M, N) product) and writes it into `out` with a Triton copy kernel of its own, so that
+    a learner's kernel does write every element of `out`."""
+    given = notebook_cell(CH09, "gemm-solution")
+    return given[:given.index("\ndef fp8_gemm(")] + TRITON_COPY_KERNEL + f'''
+
+
+def fp8_gemm(a, a_scale, b, b_scale, out):
+    product = ({computed}).to(out.dtype)
+    n = out.numel()
+    copy_kernel[(triton.cdiv(n, 1024),)](product, out, n, BLOCK=1024)
+'''
+

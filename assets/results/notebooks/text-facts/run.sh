@@ -23,6 +23,17 @@
 # Not in the default (about 3 more minutes), for `assets/profiles/H100/`:
 #   rungs      Nsight Compute's signature of every rung of 7a and 7b (assets/results/profiles/record_profiles.py):
 #              merge rungs/profiles/H100/7a, 7b and their index.json entries into assets/profiles/H100/
+# Not in the default either, the records chapters 7 and 8 now quote from the GPU the course has (one H200):
+#   ladder     chapter 7's worked reductions (the notebook's reduce-measure cell) five times in each of two
+#              processes (reduction_runs.py): reduction-runs.json, and reduction-summary.txt, each version's range
+#              and each step's ratio over the ten runs (about 2 minutes). Copy both to text-facts/h200/
+#   diagnose   exercises 7.P (a) and 8.P: Nsight Compute's signatures of the on-chip softmax, the same with four
+#              loads in flight, and the solution (7a-occupancy), and of the solution's block at B = 1 and B = 64,
+#              each also run back to back under a device trace (8b-host) (record_profiles.py --only
+#              7a-occupancy,8b-host, about 6 minutes): diagnose/profiles/H200/ becomes assets/profiles/H200/,
+#              diagnose.md (the table, the separations and which constraints each case shows) text-facts/h200/
+# With those two in place, `check` (nbval and `ladder check` of both chapters, about 3 minutes) in a call of its
+# own: `bash assets/results/gpu_measure.sh text-facts "$OUT" ladder,diagnose`, then `... text-facts "$OUT" check`.
 # Everything lands in "$OUT/text-facts" and is tarred into "$OUT/text-facts.tar.gz" after each step, so a
 # run cut short still returns what it finished.
 set -uo pipefail
@@ -95,6 +106,23 @@ if want check; then
   done
   pack
   stamp check
+fi
+if want ladder; then
+  rm -f "$dest/reduction-runs.json"
+  for process in 1 2; do
+    timeout 240 python3 "$here/reduction_runs.py" --out "$dest/reduction-runs.json" --runs 5 2>&1 | tail -25 \
+      | tee -a "$dest/reduction-runs.log"
+  done
+  python3 "$here/reduction_runs.py" --summary "$dest/reduction-runs.json" 2>&1 | tee "$dest/reduction-summary.txt"
+  pack
+  stamp ladder
+fi
+if want diagnose; then
+  timeout 540 python3 assets/results/profiles/record_profiles.py --out "$dest/diagnose" --only 7a-occupancy,8b-host \
+    2>&1 | tee "$dest/diagnose.md"
+  rm -rf "$dest/diagnose/notebooks" "$dest/diagnose/raw"
+  pack
+  stamp diagnose
 fi
 if want rungs; then
   python3 assets/results/profiles/record_profiles.py --out "$dest/rungs" --only 7a,7b 2>&1 | tee "$dest/rungs.md"

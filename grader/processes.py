@@ -1,0 +1,204 @@
+"""The processes below a grader's process, found and ended: nothing a learner's code starts outlives its check.
+
+A learner's launcher can start a process that leaves its parent's reach: `subprocess.Popen(...,
+start_new_session=True)` leaves the process group a time limit kills, and a double fork (a daemon) leaves its
+parent altogether, for init. Three facts of Linux, all available to an unprivileged process and in a
+container, keep such a process within the grader's reach:
+- a *child subreaper* (`prctl(PR_SET_CHILD_SUBREAPER)`) adopts every process orphaned below it, instead of
+  init: a chain of them (the grader's processes) keeps every descendant under the nearest one still running;
+- a *session* (`setsid`) cannot be joined, only left for a new one: a process a learner's code started
+  carries the session of the process that ran the code (the worker's, the notebook kernel's) or one of its
+  own, never the session of the grader's process that adopts it, which tells an adopted process from the
+  grader's own children;
+- a stopped process (SIGSTOP) cannot fork: a tree stopped from the top down, then killed, leaves nothing.
+
+A cgroup would add nothing here: one a grader's process may write to, a process of the same user may leave
+(docs/isolation.md, "Nothing a check starts outlives it"). Elsewhere than Linux every function here finds
+nothing and ends nothing. Written by hand: psutil would add a dependency for `/proc` reads that fit here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+PR_SET_CHILD_SUBREAPER = 36   # linux/prctl.h
+# Rounds of stopping before the kill: each round stops what the last one found, and a stopped process
+# forks no more, so a tree ends in as many rounds as it is deep (a fork bomb included).
+STOP_ROUNDS = 50
+
+
+@dataclass(frozen=True)
+class Proc:
+    """One process as /proc/PID/stat shows it."""
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str        # R, S, D, T, Z, ...
+    started: int      # clock ticks after boot: with `pid`, what tells it from a later process given its number
+
+    @property
+    def alive(self) -> bool:
+        return self.state not in ("Z", "X", "x")
+
+    def command(self, limit: int = 120) -> str:
+        try:
+            with open(f"/proc/{self.pid}/cmdline", "rb") as f:
+                words = f.read().split(b"\0")
+        except OSError:
+            return "?"
+        text = " ".join(w.decode("utf-8", "replace") for w in words if w)
+        return text if len(text) <= limit else text[:limit - 3] + "..."
+
+    def describe(self) -> str:
+        return f"pid {self.pid} ({self.command()})"
+
+
+def supported() -> bool:
+    return sys.platform.startswith("linux") and os.path.isdir("/proc/self")
+
+
+def read(pid: int) -> Proc | None:
+    """The process `pid` now, or None where it is gone (or /proc cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    # The command name in parentheses may hold spaces and parentheses: the fields start after the last ")".
+    fields = raw[raw.rfind(")") + 2:].split()
+    try:
+        return Proc(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0], int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+def become_subreaper() -> bool:
+    """Make this process adopt every process orphaned below it (its parent ended: a daemon's double fork),
+    instead of init: whatever this process's descendants start stays in its tree. True where it took."""
+    if not supported():
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def children(pid: int) -> list[Proc]:
+    """The processes whose parent is `pid`: from each of its threads' `children` file, or, where the kernel
+    has none (CONFIG_PROC_CHILDREN off), from every process's parent."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    try:
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    found += [int(word) for word in f.read().split()]
+            except FileNotFoundError:
+                if not os.path.exists(f"/proc/{pid}/task/{task}"):
+                    continue   # a thread that ended since the listing
+                raise
+    except FileNotFoundError:
+        found = [p.pid for p in _every_process() if p.ppid == pid]
+    procs = [read(child) for child in dict.fromkeys(found)]
+    return [p for p in procs if p is not None and p.ppid == pid]
+
+
+def _every_process() -> list[Proc]:
+    procs = (read(int(name)) for name in os.listdir("/proc") if name.isdigit())
+    return [p for p in procs if p is not None]
+
+
+def descendants(pid: int) -> list[Proc]:
+    """Every process below `pid`, parents before their children."""
+    out, queue = [], [pid]
+    while queue:
+        for child in children(queue.pop(0)):
+            out.append(child)
+            queue.append(child.pid)
+    return out
+
+
+def adopted(exclude: set[int] = frozenset()) -> list[Proc]:
+    """This process's children in another session than its own, but for `exclude`: processes it adopted as a
+    subreaper from a tree that began in another session (a worker's, a notebook kernel's), or started in a
+    session of their own, never children it started itself in its session."""
+    own = os.getsid(0)
+    return [p for p in children(os.getpid()) if p.sid != own and p.pid not in exclude]
+
+
+def end_tree(root: int, include_root: bool = True) -> list[str]:
+    """End `root`'s tree (without `root` itself unless `include_root`): every process in it stopped first, round
+    after round until a round finds none it had not stopped, then killed; this process's own children among
+    them reaped. Returns the processes ended that were alive (not zombies), described as they were before
+    (`Proc.describe`), the root first where included."""
+    if not supported():
+        return []
+    stopped: dict[int, Proc] = {}
+    described: list[str] = []
+    for _ in range(STOP_ROUNDS):
+        found = descendants(root)
+        top = read(root) if include_root else None
+        if top is not None:
+            found.insert(0, top)
+        new = [p for p in found if p.pid not in stopped]
+        if not new:
+            break
+        for p in new:
+            stopped[p.pid] = p
+            if p.alive:
+                described.append(p.describe())
+                _signal(p, signal.SIGSTOP)
+    for p in stopped.values():
+        _signal(p, signal.SIGKILL)
+    _reap(stopped)
+    return described
+
+
+def end_all(procs: list[Proc]) -> list[str]:
+    """Each of `procs` ended with its tree (end_tree); the processes ended, described."""
+    out = []
+    for p in procs:
+        out += end_tree(p.pid)
+    return out
+
+
+def _signal(p: Proc, sig: int) -> None:
+    now = read(p.pid)
+    if now is None or now.started != p.started:
+        return   # gone, and its number perhaps given to another process since
+    try:
+        os.kill(p.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _reap(procs: dict[int, Proc], wait_s: float = 2.0) -> None:
+    """Collect the exit of those of `procs` that are this process's children (a subreaper's adopted ones
+    included), waiting up to `wait_s` for the kill to land."""
+    mine = {pid for pid, p in procs.items() if p.ppid == os.getpid() or _parent(pid) == os.getpid()}
+    deadline = time.monotonic() + wait_s
+    while mine and time.monotonic() < deadline:
+        for pid in list(mine):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid   # not ours, or collected elsewhere
+            if done:
+                mine.discard(pid)
+        if mine:
+            time.sleep(0.01)
+
+
+def _parent(pid: int) -> int | None:
+    p = read(pid)
+    return p.ppid if p is not None else None
