@@ -48,7 +48,7 @@ def files(tmp_path_factory):
 
 # Learner notebooks named by a path or a chapter, as `check`, `compile` and `profile` take them.
 BAD_NOTEBOOKS = ["missing", "missing-dir", "folder", "two", "empty.ipynb", "corrupt.ipynb", "object.ipynb",
-                 "list.ipynb", "notes.txt", "plain.ipynb", "01_vector_add.ipynb", "@9", "@9z", "@nope.ipynb",
+                 "list.ipynb", "notes.txt", "plain.ipynb", "01_vector_add.ipynb", "@99", "@9z", "@nope.ipynb",
                  "@relative/missing.ipynb"]
 
 
@@ -60,7 +60,7 @@ def _notebook_cases(*before: str, after: tuple[str, ...] = ()) -> list[list[str]
 
 # (subcommand, option or positional) -> bad command lines. A name in {braces} is a file of the fixture.
 BAD_INPUTS: dict[tuple[str, str], list[list[str]]] = {
-    ("start", "chapters"): [["start", "9"], ["start", "nope"]],
+    ("start", "chapters"): [["start", "99"], ["start", "nope"]],
     ("start", "--dir"): [["start", "--dir", "{notes.txt}", "1"], ["start", "--dir"]],
     ("start", "--keep-instructor-tools"): [["start", "--keep-instructor-tools=yes", "1"]],
     ("lab", "--learner"): [["lab", "--learner", "--instructor"], ["lab"]],
@@ -117,7 +117,7 @@ BAD_INPUTS: dict[tuple[str, str], list[list[str]]] = {
     ("grade", "--retries"): [["grade", "{two}", "--assignment", "01_vector_add", "--retries", "-1"]],
     ("grade", "--no-progress"): [["grade", "{two}", "--assignment", "01_vector_add", "--no-progress=1"]],
     ("grade", "--leaderboard"): [["grade", "{two}", "--assignment", "01_vector_add", "--leaderboard", "everyone"]],
-    ("calibrate", "--chapters"): [["calibrate", "--chapters", "9"], ["calibrate", "--chapters", "one"]],
+    ("calibrate", "--chapters"): [["calibrate", "--chapters", "99"], ["calibrate", "--chapters", "one"]],
     ("calibrate", "--bars"): [["calibrate", "--bars", "9z"], ["calibrate", "--chapters", "1", "--bars", "5a"]],
     ("calibrate", "--runs"): [["calibrate", "--runs", "0"], ["calibrate", "--runs", "x"]],
     ("calibrate", "--out"): [["calibrate", "--out", "{folder}"]],
