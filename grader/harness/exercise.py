@@ -390,8 +390,9 @@ def check_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | None
         return settle(result, out_of_reach, verbose)
     if not result.passed and result.graded:
         hint = f"\nHint: {ex.speed_hint}" if ex.speed_hint else ""
-        raise CheckFailed(result.report() + f"\nNeeds at least {result.bar:.2f}x {ex.baseline_name}.{hint}",
-                          reason="below-bar")
+        needs = result.describe_value(result.bar) if result.fraction is not None else \
+            f"{result.bar:.2f}x {ex.baseline_name}"
+        raise CheckFailed(result.report() + f"\nNeeds at least {needs}.{hint}", reason="below-bar")
     if gpu:
         _requirements(ex, fn, label, "after-speed")
     if verbose:

@@ -90,6 +90,7 @@ def test_a_slow_kernel_fails_a_copy_ceiling_bar_with_its_fraction(tmp_path, monk
     msg = str(info.value)
     assert info.value.reason == "below-bar"
     assert "✗ 1a speed, vector add: below the bar: " in msg and "of this GPU's copy ceiling (bar 1.00)" in msg
+    assert "Needs at least 1.00 of this GPU's copy ceiling." in msg and "x torch.add." not in msg
 
 
 def test_each_rounds_fraction_settles_the_verdict():
