@@ -15,6 +15,10 @@ container, keep such a process within the grader's reach:
 A cgroup would add nothing here: one a grader's process may write to, a process of the same user may leave
 (docs/isolation.md, "Nothing a check starts outlives it"). Elsewhere than Linux every function here finds
 nothing and ends nothing. Written by hand: psutil would add a dependency for `/proc` reads that fit here.
+
+Some processes below a learner's code are torch's, not the learner's: Inductor's compile workers, which the first
+`torch.compile` in a process starts and keeps (`torchs_own`). They end with the rest of a tree, and are never
+reported as the learner's, by a call's facts (grader.isolation.facts) or by a notebook's run (`end_tree`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ import time
 from dataclasses import dataclass
 
 PR_SET_CHILD_SUBREAPER = 36   # linux/prctl.h
+# The processes torch starts for itself, by a path in their command lines: Inductor's compile-worker pool
+# (`torch/_inductor/compile_worker/__main__.py`, started on the first compile in a process and kept for the
+# next, with its workers below it).
+TORCH_PROCESSES = ("torch/_inductor/compile_worker",)
 # Rounds of stopping before the kill: each round stops what the last one found, and a stopped process
 # forks no more, so a tree ends in as many rounds as it is deep (a fork bomb included).
 STOP_ROUNDS = 50
@@ -128,6 +136,25 @@ def descendants(pid: int) -> list[Proc]:
     return out
 
 
+def torchs_own(procs) -> set[int]:
+    """The pids among `procs` (Procs) that torch started for itself: those whose command line names one of
+    TORCH_PROCESSES, and every process below one of them (parents followed within `procs`)."""
+    procs = list(procs)
+    by_pid = {p.pid: p for p in procs}
+    marked = {p.pid for p in procs if any(mark in p.command(400) for mark in TORCH_PROCESSES)}
+
+    def below_torch(p: Proc | None) -> bool:
+        seen = set()
+        while p is not None and p.pid not in seen:
+            if p.pid in marked:
+                return True
+            seen.add(p.pid)
+            p = by_pid.get(p.ppid)
+        return False
+
+    return {p.pid for p in procs if below_torch(p)}
+
+
 def adopted(exclude: set[int] = frozenset()) -> list[Proc]:
     """This process's children in another session than its own, but for `exclude`: processes it adopted as a
     subreaper from a tree that began in another session (a worker's, a notebook kernel's), or started in a
@@ -136,15 +163,23 @@ def adopted(exclude: set[int] = frozenset()) -> list[Proc]:
     return [p for p in children(os.getpid()) if p.sid != own and p.pid not in exclude]
 
 
-def end_tree(root: int, include_root: bool = True) -> list[str]:
+def end_tree(root: int, include_root: bool = True, started: int | None = None) -> list[str]:
     """End `root`'s tree (without `root` itself unless `include_root`): every process in it stopped first, round
     after round until a round finds none it had not stopped, then killed; this process's own children among
-    them reaped. Returns the processes ended that were alive (not zombies), described as they were before
-    (`Proc.describe`), the root first where included."""
+    them reaped. Returns the processes ended that were alive (not zombies) and not torch's own (`torchs_own`:
+    ended quietly), described as they were before (`Proc.describe`), the root first where included.
+
+    `started`: the root's start time (Proc.started), for a root that is not this process's child: once another
+    process has reaped it, its number may be given to a new process of anyone's, which must be left alone (on a
+    busy machine a verifier's number was given again within seconds, and the new process was killed)."""
     if not supported():
         return []
+    if started is not None:
+        now = read(root)
+        if now is None or now.started != started:
+            return []   # ended and reaped: what it left below it went to the subreaper above it
     stopped: dict[int, Proc] = {}
-    described: list[str] = []
+    described: dict[int, str] = {}
     for _ in range(STOP_ROUNDS):
         found = descendants(root)
         top = read(root) if include_root else None
@@ -156,12 +191,13 @@ def end_tree(root: int, include_root: bool = True) -> list[str]:
         for p in new:
             stopped[p.pid] = p
             if p.alive:
-                described.append(p.describe())
+                described[p.pid] = p.describe()   # before the kill, while its command line can still be read
                 _signal(p, signal.SIGSTOP)
+    torchs = torchs_own(stopped.values())
     for p in stopped.values():
         _signal(p, signal.SIGKILL)
     _reap(stopped)
-    return described
+    return [line for pid, line in described.items() if pid not in torchs]
 
 
 def end_all(procs: list[Proc]) -> list[str]:

@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import expected_skips  # noqa: E402  (tests/, put on the path just above)
+import parallel  # noqa: E402
 
 
 def _has_gpu() -> bool:
@@ -22,7 +23,26 @@ def _has_gpu() -> bool:
 HAS_GPU = _has_gpu()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Without a GPU, one worker process per core (tests/parallel.py says why and how)."""
+    parallel.choose_workers(config, HAS_GPU)
+
+
+@pytest.hookimpl(optionalhook=True)   # an xdist hook: `-p no:xdist` runs the suite in one process
+def pytest_xdist_auto_num_workers(config):
+    return parallel.auto_workers()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    return parallel.make_scheduler(config, log)
+
+
+# tryfirst: the groups must be marked before xdist's worker reads them from the same hook
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    parallel.group_shared_work(items)
     if HAS_GPU:
         return
     from grader.cuda.gpu import gpu_or_reason
@@ -38,6 +58,7 @@ _SKIP_PROBLEMS: list[str] = []
 
 
 def pytest_runtest_logreport(report):
+    # With workers, this process (the controller) is handed every worker's reports here too.
     if report.skipped and not hasattr(report, "wasxfail"):
         _SKIPPED[report.nodeid] = expected_skips.skip_reason(report)
 
@@ -45,7 +66,7 @@ def pytest_runtest_logreport(report):
 def pytest_sessionfinish(session, exitstatus):
     """Without a GPU, a run of the whole suite skips exactly the GPU-only tests of gpu_only_skips.txt."""
     config = session.config
-    if (HAS_GPU or config.option.collectonly or session.shouldfail or session.shouldstop
+    if (HAS_GPU or parallel.is_worker(config) or config.option.collectonly or session.shouldfail or session.shouldstop
             or exitstatus == pytest.ExitCode.INTERRUPTED or not expected_skips.whole_suite(config)):
         return
     _SKIP_PROBLEMS[:] = expected_skips.problems(_SKIPPED, expected_skips.expected())
@@ -98,10 +119,24 @@ def _fresh_tamper_watch():
     yield
 
 
+@pytest.fixture(scope="session")
+def _ptxas_reports(tmp_path_factory) -> Path:
+    """One folder of ptxas's reports for the whole run, its workers included: a report is a function of the PTX,
+    the target and the assembler alone (grader.cuda.resources.assemble_report), and assembling a spilling sm_75
+    kernel again costs seconds."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if parallel.is_worker_process() else base) / "ptxas-reports"
+    shared.mkdir(exist_ok=True)
+    return shared
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    # Ceilings measured by one test must not leak into a learner's cache, nor bars overrides between tests.
-    monkeypatch.setenv("LADDER_CACHE_DIR", str(tmp_path / "cache"))
+def _isolated_cache(tmp_path_factory, monkeypatch, _ptxas_reports):
+    # Ceilings measured by one test must not leak into a learner's cache, nor bars overrides between tests; the
+    # ptxas reports kept there are the run's. Beside the test's tmp_path, not in it: tests list their tmp_path.
+    cache = tmp_path_factory.mktemp("ladder-cache")
+    monkeypatch.setenv("LADDER_CACHE_DIR", str(cache))
+    (cache / "ptxas-reports").symlink_to(_ptxas_reports, target_is_directory=True)
     monkeypatch.delenv("LADDER_BARS", raising=False)
 
 
@@ -181,3 +216,14 @@ def torch_kernel(fn):
 
     launcher.__name__ = name
     return launcher
+
+
+@pytest.fixture(scope="session")
+def graded_solution(request, tmp_path_factory):
+    """The chapter's solution notebook graded once per run by `ladder grade` (tests/solution_runs.py); the
+    chapter's folder is the parameter: `@pytest.mark.parametrize("graded_solution", [NAME], indirect=True)`.
+    The first test to ask for a chapter's grading pays for it, 20 to 60 s on 2 cores: `ladder grade` of one
+    notebook, with nbgrader, a kernel and the isolated checks in Triton's interpreter."""
+    from solution_runs import grade_solution
+
+    return grade_solution(request.param, tmp_path_factory.mktemp(f"graded-{request.param}"))

@@ -7,7 +7,7 @@ from grader.harness.ceilings import Ceilings
 from grader.notebooks import doctor
 
 H100 = GPUInfo("NVIDIA H100 80GB HBM3", (9, 0), 132, 50 * 2**20, int(79.1 * 2**30), "GPU-1")
-CEILINGS = Ceilings("NVIDIA H100 80GB HBM3", 2900.5, 51.2, 712.0, "2026-11-27T06:00:00+0000", "2.13.0")
+CEILINGS = Ceilings("NVIDIA H100 80GB HBM3", 2900.5, 51.2, 712.0, "2026-11-27T06:00:00+0000", "2.13.0", 1210.4)
 
 
 def test_with_a_gpu_the_report_names_it_and_its_measured_ceilings(monkeypatch):
@@ -19,7 +19,7 @@ def test_with_a_gpu_the_report_names_it_and_its_measured_ceilings(monkeypatch):
     assert report["gpu"] == {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sms": 132, "l2_mib": 50.0,
                              "memory_gib": 79.1, "driver": "580.65"}
     assert report["ceilings"] == {"copy_gbps": 2900.5, "fp32_tflops": 51.2, "fp16_tflops": 712.0,
-                                  "measured": "2026-11-27T06:00:00+0000"}
+                                  "fp8_tflops": 1210.4, "measured": "2026-11-27T06:00:00+0000"}
     assert asked == [True] and "no_gpu_reason" not in report
 
 

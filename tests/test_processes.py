@@ -129,8 +129,54 @@ def test_a_tree_that_keeps_forking_ends_whole(tmp_path):
         root.wait()
 
 
+def test_torchs_own_processes_end_with_the_tree_but_are_not_reported_as_the_learners(tmp_path):
+    """A tree as a notebook's kernel leaves it after chapter 8's `torch.compile` comparison: Inductor's compile-worker
+    pool (named by its path, with a worker below it, whose own command line does not name it) beside a process of
+    the learner's. end_tree ends all four and reports only the learner's: the notebook's report of what the
+    learner's code left running (`ladder check`'s "your code left N process(es) running") applies the rule the
+    stray-process check applies (processes.torchs_own)."""
+    mark = f"ladder-test-torchs-{tmp_path.name}"
+    pool = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', " \
+           "sys.argv[2] + '-worker'])\ntime.sleep(60)\n"
+    root = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import subprocess, sys, time
+        subprocess.Popen([sys.executable, "-c", {pool!r}, "x/torch/_inductor/compile_worker/__main__.py", sys.argv[1]])
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", sys.argv[1] + "-learner"])
+        time.sleep(60)
+    """), mark])
+    try:
+        assert wait_for(lambda: len(marked(mark)) == 4), marked(mark)
+        learner = next(p.pid for p in processes.descendants(root.pid) if p.command(400).endswith(f"{mark}-learner"))
+        ended = processes.end_tree(root.pid, include_root=False)
+        assert len(ended) == 1 and ended[0].startswith(f"pid {learner} ("), ended
+        assert wait_for(lambda: marked(mark) == [root.pid], 5), "torch's processes must end all the same"
+    finally:
+        for pid in marked(mark):   # what this test started, by its own mark
+            os.kill(pid, 9)
+        root.wait()
+
+
 def test_a_process_is_read_from_proc_and_described_by_its_command_line():
     me = processes.read(os.getpid())
     assert me.pid == os.getpid() and me.ppid == os.getppid() and me.sid == os.getsid(0) and me.alive
     assert "python" in me.describe() and me.describe().startswith(f"pid {os.getpid()} (")
     assert processes.read(2 ** 22 + 1) is None   # past the kernel's largest pid: no such process
+
+
+def test_a_root_known_by_its_start_time_is_left_alone_once_its_number_is_anothers():
+    """A verifier is the fork server's child, reaped there: by the time the asking process ends its tree, its number
+    may belong to a new process of anyone's. Known by its start time, such a root is left alone."""
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "kernel-ladder-number-given-again"])
+    try:
+        # Popen returns while the child may still be replacing itself with the new program (an empty command line)
+        assert wait_for(lambda: other.pid in marked("kernel-ladder-number-given-again"))
+        proc = processes.read(other.pid)
+        assert processes.end_tree(other.pid, started=proc.started + 1) == []
+        assert other.poll() is None, "a process that only shares the number was ended"
+        ended = processes.end_tree(other.pid, started=proc.started)
+        assert len(ended) == 1 and "kernel-ladder-number-given-again" in ended[0]
+        after = processes.read(other.pid)
+        assert after is None or not after.alive   # killed (and reaped, where end_tree got to it first)
+    finally:
+        other.kill()
+        other.wait()

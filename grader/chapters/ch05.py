@@ -56,8 +56,17 @@ SPEED_SIZE_SPLIT_K: Size = (512, 512, 65536)
 SPEED_SIZES_HOPPER: tuple[Size, ...] = ((4096, 4096, 4096), (8192, 8192, 8192))
 
 # The Triton interpreter runs every block operation through NumPy: a few milliseconds per program
-# and K step. Above this much work (M*N*K) a size is skipped on a CPU, with a note.
-CPU_MAX_WORK = 1 << 23
+# and K step, whatever part of a block is masked off. So its cost follows the sizes rounded up to
+# whole blocks: 1 x 3000 x 1000 is as slow as 64 x 3008 x 1024 (about 10 s a trial on a CPU), while
+# 127 x 129 x 257 takes a fraction of a second. Above this much rounded work a size is skipped on a
+# CPU, with a note.
+CPU_BLOCK = 64
+CPU_MAX_WORK = 1 << 24
+
+
+def interpreter_work(size: Size) -> int:
+    """M x N x K with each rounded up to a whole CPU_BLOCK: what the interpreter's time follows."""
+    return math.prod(-(-n // CPU_BLOCK) * CPU_BLOCK for n in size)
 
 
 def _describe(size: Size) -> str:
@@ -309,7 +318,7 @@ def _sizes_for_here(ex: Exercise, sizes):
     """On a CPU, sizes too large for the interpreter are skipped, and the check says which."""
     if sizes is None or has_gpu():
         return sizes
-    kept = [s for s in sizes if s[0] * s[1] * s[2] <= CPU_MAX_WORK]
+    kept = [s for s in sizes if interpreter_work(s) <= CPU_MAX_WORK]
     skipped = [s for s in sizes if s not in kept]
     if skipped:
         print(f"(no GPU: {len(skipped)} size(s) too large for Triton's CPU interpreter skipped: "

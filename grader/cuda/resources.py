@@ -11,6 +11,7 @@ dynamic shared memory (all of a Triton kernel's, `metadata.shared`).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import tempfile
@@ -61,15 +62,31 @@ def parse_report(log: str) -> dict[str, Usage]:
     return found
 
 
+def _kept_report(ptx: str, gpu_name: str, ptxas: str) -> Path:
+    key = hashlib.sha256("\0".join((ptx, gpu_name, ptxas, str(Path(ptxas).stat().st_mtime_ns))).encode()).hexdigest()
+    return config.cache_dir() / "ptxas-reports" / f"{key}.txt"
+
+
+def _keep_report(ptx: str, gpu_name: str, ptxas: str, report: str) -> None:
+    """Keep ptxas's verbose report of `ptx` for the next `assemble_report` of it, written whole or not at all:
+    processes side by side (a class's students, the test suite's workers) ask for the same reports."""
+    cached = _kept_report(ptx, gpu_name, ptxas)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=cached.parent, delete=False, suffix=".part") as part:
+            part.write(report)
+        os.replace(part.name, cached)
+    except OSError:  # a read-only home: assemble again next time
+        pass
+
+
 def assemble_report(ptx: str, gpu_name: str, ptxas: str) -> dict[str, Usage]:
     """Assemble `ptx` for `gpu_name` ("sm_86", "sm_90a") with `ptxas --verbose`; its report per kernel.
 
     Reports are kept in LADDER_CACHE_DIR by a hash of the PTX, the target and the assembler: a large
     kernel spilling on sm_75 takes seconds to assemble, and CI's processes ask for the same ones."""
-    key = hashlib.sha256("\0".join((ptx, gpu_name, ptxas, str(Path(ptxas).stat().st_mtime_ns))).encode()).hexdigest()
-    cached = config.cache_dir() / "ptxas-reports" / f"{key}.txt"
     try:
-        return parse_report(cached.read_text())
+        return parse_report(_kept_report(ptx, gpu_name, ptxas).read_text())
     except OSError:
         pass
     with tempfile.TemporaryDirectory(prefix="ladder_ptxas_") as tmp:
@@ -80,11 +97,7 @@ def assemble_report(ptx: str, gpu_name: str, ptxas: str) -> dict[str, Usage]:
     if proc.returncode != 0:
         raise LadderError(f"ptxas could not assemble the PTX for {gpu_name}: {proc.stderr.strip()[:2000]}")
     report = proc.stdout + proc.stderr
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(report)
-    except OSError:  # a read-only home: assemble again next time
-        pass
+    _keep_report(ptx, gpu_name, ptxas, report)
     return parse_report(report)
 
 

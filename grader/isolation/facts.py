@@ -373,27 +373,15 @@ def _processes() -> dict[tuple[int, int], "processes.Proc"]:
     return {(p.pid, p.started): p for p in processes.descendants(os.getpid())}
 
 
-# The processes torch starts for itself: Inductor's compile workers (started on the first compile in the process,
-# the learner's torch.compile included, which the kernel rules reject as library-compute on a GPU).
-_TORCH_PROCESSES = ("torch/_inductor/compile_worker",)
-
-
 def _stray_processes(before: dict) -> list[str]:
     """Processes started since `before` (_processes) that still run: whatever the call started and left, detached
     or not (this process adopts what is orphaned below it: start_watching). A zombie has ended; torch's own
-    processes (`_TORCH_PROCESSES`) and everything below them are torch's."""
+    processes and everything below them are torch's (processes.torchs_own: Inductor's compile workers, started on
+    the first compile in the process, the learner's torch.compile included, which the kernel rules reject as
+    library-compute on a GPU)."""
     now = _processes()
-    by_pid = {p.pid: p for p in now.values()}
-    torchs = {p.pid for p in now.values() if any(mark in p.command(400) for mark in _TORCH_PROCESSES)}
-
-    def torch_own(p) -> bool:
-        while p is not None:
-            if p.pid in torchs:
-                return True
-            p = by_pid.get(p.ppid)
-        return False
-
-    return [p.describe() for key, p in now.items() if key not in before and p.alive and not torch_own(p)]
+    torchs = processes.torchs_own(now.values())
+    return [p.describe() for key, p in now.items() if key not in before and p.alive and p.pid not in torchs]
 
 
 def _stray(before: set) -> list[str]:

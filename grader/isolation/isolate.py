@@ -146,11 +146,15 @@ class _Child:
         from multiprocessing.connection import Connection
 
         self.fork_server, self.pid, self.conn = fork_server, pid, Connection(fd)
+        # The fork server's child, not this process's: the server reaps it, and its number may then be another's.
+        proc = processes.read(pid)
+        self.started = proc.started if proc is not None else None
 
     def stop(self) -> None:
         """Stop the verifier and everything below it: its worker and whatever the learner's code started, in
         whatever session (grader.processes: the verifier adopts what is orphaned below it)."""
-        processes.end_tree(self.pid)
+        if self.started is not None:
+            processes.end_tree(self.pid, started=self.started)
         self.conn.close()
 
 

@@ -118,22 +118,30 @@ LAUNCH_COLUMNS = (("kernels", "launch_kernels", "{}"), ("all us", "launch_time_u
                   ("all DRAM MB", "launch_dram_mb", "{:,.0f}"))
 TRACE_COLUMNS = (("call us", "call_us", "{:,.0f}"), ("GPU busy%", "gpu_busy_pct", "{:.0f}"),
                  ("as a graph us", "graph_call_us", "{:,.0f}"))
+# The fp32 work beside a product on the tensor cores: a softmax, an epilogue, or the promotions of a block-scaled
+# GEMM (chapter 9's 9b, whose rungs differ in it fourfold). Where nothing runs on the tensor cores it is the
+# product itself, or nothing, and says no more than the time does.
+FP32_COLUMNS = (("fp32 GFLOP", "fp32_gflop", "{:,.1f}"),)
 
 
 def columns(sigs: list[Signature]) -> tuple:
-    """COLUMNS, and the launch's and the trace's where any of `sigs` has them."""
-    extra = LAUNCH_COLUMNS if any(s.launch_kernels > 1 for s in sigs) else ()
+    """COLUMNS; the fp32 work where a rung of `sigs` runs on the tensor cores and does some; the launch's and the
+    trace's where any of `sigs` has them."""
+    extra = FP32_COLUMNS if any(s.tensor_pipe_pct >= 1 and s.fp32_flops > 0 for s in sigs) else ()
+    if any(s.launch_kernels > 1 for s in sigs):
+        extra += LAUNCH_COLUMNS
     if any(not math.isnan(s.gpu_busy_pct) for s in sigs):
         extra += TRACE_COLUMNS
     return COLUMNS + extra
 
 
+def stall_cell(sig: Signature) -> str:
+    """The top stall; where others tie with it (Signature.leading_stalls), all of them: "a ≈ b"."""
+    return " ≈ ".join(sig.leading_stalls) or "n/a"
+
+
 def table_rows(sigs: list[Signature], shown: tuple = COLUMNS) -> list[list[str]]:
-    rows = []
-    for s in sigs:
-        stall = s.top_stalls[0][0] if s.top_stalls else "n/a"
-        rows.append([s.rung] + [_cell(getattr(s, attr), fmt) for _, attr, fmt in shown] + [stall])
-    return rows
+    return [[s.rung] + [_cell(getattr(s, attr), fmt) for _, attr, fmt in shown] + [stall_cell(s)] for s in sigs]
 
 
 def table(exercise_key: str, gpu: str | None = None, extra: list[Signature] = (), only: tuple[str, ...] = ()) -> str:

@@ -35,6 +35,9 @@ EXTRA_METRICS = (
 SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis_Tables", "Occupancy", "LaunchStats", "WarpStateStats")
 
 _STALL_PREFIX, _STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+# A stall within a tenth of the largest ties with it: the warps wait on both alike, and naming one of them as what
+# they wait on would be a guess (9b's every_step: long scoreboard 0.7956, short scoreboard 0.7952, barrier 0.7447).
+STALL_TIE = 1.1
 _LIMITS = {"registers": "launch__occupancy_limit_registers", "shared memory": "launch__occupancy_limit_shared_mem",
            "warps": "launch__occupancy_limit_warps", "blocks": "launch__occupancy_limit_blocks"}
 
@@ -83,6 +86,18 @@ class Signature:
     @property
     def launch_dram_mb(self) -> float:
         return self.launch_dram_bytes / 1e6
+
+    @property
+    def fp32_gflop(self) -> float:
+        return self.fp32_flops / 1e9
+
+    @property
+    def leading_stalls(self) -> tuple[str, ...]:
+        """The largest stall, and every other within STALL_TIE of it (a tie), largest first; () without any."""
+        if not self.top_stalls or not self.top_stalls[0][1] > 0:
+            return ()
+        top = self.top_stalls[0][1]
+        return tuple(reason for reason, value in self.top_stalls if value * STALL_TIE >= top)
 
     def summary(self) -> str:
         def pct(v):

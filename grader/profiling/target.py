@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from .. import chapters
+from ..harness import correctness
 from ..learner import cells as nbcells
 from ..learner.code import NAMESPACE, run_cell
 
@@ -112,7 +113,7 @@ def run(notebook: Path, exercise: str, launcher: str | None, size_text: str | No
             inputs, out = ex.make_inputs(size, gen, "cuda"), ex.make_output(size, "cuda")
             call_launcher(fn, ex, inputs, out, step.trailing)
             torch.cuda.synchronize()
-        out.fill_(float("nan"))     # poisoned: the profiled launch writes every element, or leaves NaN
+        correctness.poison(out)     # poisoned: the profiled launch writes every element, or leaves NaN (or bytes of all ones)
         torch.cuda.nvtx.range_push(RANGE)
         call_launcher(fn, ex, inputs, out, step.trailing)
         torch.cuda.synchronize()

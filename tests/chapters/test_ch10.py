@@ -306,8 +306,11 @@ def test_solution_rungs_and_a_wrong_student_under_the_triton_interpreter():
 
 @pytest.mark.slow
 @pytest.mark.skipif(HAS_GPU, reason="CPU-only behaviour; the GPU tests below cover GPUs")
-def test_solution_on_cpu_grades_what_a_cpu_can_and_says_no_gpu_for_the_rest():
-    code, nb, cells = ladder_check_one(SOLUTION)
+@pytest.mark.parametrize("graded_solution", ["10_decode_attention"], indirect=True)
+def test_solution_on_cpu_grades_what_a_cpu_can_and_says_no_gpu_for_the_rest(graded_solution):
+    """The solution as `ladder grade` graded it once for the whole run (tests/solution_runs.py).
+    Slow (20 to 60 s on 2 cores) where it is the run's first test to ask for that grading (graded_solution says why)."""
+    code, nb, cells = graded_solution.as_check()
     # Only the points a CPU cannot check are missing, none lost: `ladder check` exits 0 (grader/notebooks/points.py).
     assert code == 0 and nb["nothing_lost"] and not nb["passed"] and nb["error"] is None
     for gid in ("napkin-test", "decode-visible", "decode-hidden", "split-visible", "split-hidden", "diagnose-test"):

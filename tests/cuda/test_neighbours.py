@@ -16,6 +16,7 @@ import pytest
 from grader.cuda import clocks, neighbours
 from grader.harness import exercise, timing
 from grader.harness.results import SpeedResult
+from leftovers import marked, wait_for
 
 NOT_FOUND = 6   # NVML_ERROR_NOT_FOUND
 
@@ -72,6 +73,8 @@ def nvml(monkeypatch):
 def helper():
     """A real process of this machine's, standing for a learner's detached helper: its pid has a command line."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "a-helper-on-the-gpu"])
+    # Popen may return while the child is still replacing itself with python (an empty command line, read as none)
+    assert wait_for(lambda: proc.pid in marked("a-helper-on-the-gpu")), "the helper did not start"
     yield proc.pid
     proc.kill()
     proc.wait()

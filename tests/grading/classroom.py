@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from leftovers import daemons_leave_this_process
 from submissions.build import build
 
 ASSIGNMENT = "01_vector_add"
@@ -97,7 +98,8 @@ def postgres_url():
     for step in ([str(bindir / "initdb"), "-D", str(data), "-U", "grader", "--auth=trust", "-E", "UTF8"],
                  [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(folder / "log"), "-w", "-o",
                   f"-p {port} -k {folder} -c listen_addresses=127.0.0.1", "start"]):
-        done = subprocess.run([*run_as, *step], capture_output=True, text=True, check=False)
+        with daemons_leave_this_process():   # pg_ctl's server is not one of this process's descendants
+            done = subprocess.run([*run_as, *step], capture_output=True, text=True, check=False)
         if done.returncode != 0:
             pytest.fail(f"PostgreSQL did not start ({Path(step[0]).name}): {done.stdout[-1500:]}{done.stderr[-1500:]}")
     try:

@@ -13,21 +13,34 @@ from grading.classroom import ASSIGNMENT, CLASS_ENV, make_class, postgres_url  #
 pytestmark = pytest.mark.slow
 
 
-def test_two_runs_at_once_record_every_student_in_one_postgres_gradebook(tmp_path, postgres_url):  # noqa: F811
+HALVES = {"a": {"correct": "correct", "wrong": "wrong"}, "b": {"stub": "stub", "broken": "compile_error"}}
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory, postgres_url):  # noqa: F811
+    """Two `ladder grade` runs at once, each with two Dask workers and half the class, on one gradebook:
+    (folder, {half: (returncode, output)}). Graded once for the module's tests."""
     import os
 
-    halves = {"a": {"correct": "correct", "wrong": "wrong"}, "b": {"stub": "stub", "broken": "compile_error"}}
-    runs = []
-    for name, students in halves.items():
-        subs = make_class(tmp_path / f"subs-{name}", students)
-        env = dict(os.environ, **CLASS_ENV, LADDER_CACHE_DIR=str(tmp_path / "cache"))
-        runs.append(subprocess.Popen(
+    tmp = tmp_path_factory.mktemp("postgres-class")
+    runs = {}
+    for name, students in HALVES.items():
+        subs = make_class(tmp / f"subs-{name}", students)
+        env = dict(os.environ, **CLASS_ENV, LADDER_CACHE_DIR=str(tmp / "cache"))
+        runs[name] = subprocess.Popen(
             [sys.executable, "-m", "grader.cli", "grade", str(subs), "--assignment", ASSIGNMENT, "--workspace",
-             str(tmp_path / f"ws-{name}"), "--db", postgres_url, "--workers", "2", "--no-progress"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outputs = [run.communicate(timeout=1200)[0] for run in runs]
-    for run, out in zip(runs, outputs):
-        assert run.returncode == 0, out[-3000:]
+             str(tmp / f"ws-{name}"), "--db", postgres_url, "--workers", "2", "--no-progress"],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    outputs = {name: run.communicate(timeout=1200)[0] for name, run in runs.items()}
+    return tmp, {name: (runs[name].returncode, out) for name, out in outputs.items()}
+
+
+def test_two_runs_at_once_record_every_student_in_one_postgres_gradebook(two_runs, postgres_url):  # noqa: F811
+    """Pays for the module's two concurrent `ladder grade` runs (50 to 70 s on 2 cores: two Dask clusters grading a
+    class between them), which the module's other tests read."""
+    tmp, outcomes = two_runs
+    for code, out in outcomes.values():
+        assert code == 0, out[-3000:]
 
     from nbgrader.api import Gradebook
 
@@ -46,18 +59,19 @@ def test_two_runs_at_once_record_every_student_in_one_postgres_gradebook(tmp_pat
     # Either run's CSV is exported from the shared gradebook after its own students: the later one holds all four.
     import csv
 
-    rows = [list(csv.DictReader(open(tmp_path / f"ws-{n}" / "grades.csv"))) for n in halves]
+    rows = [list(csv.DictReader(open(tmp / f"ws-{n}" / "grades.csv"))) for n in HALVES]
     assert max(len(r) for r in rows) == 4
 
 
-def test_a_run_again_on_postgres_skips_every_student(tmp_path, postgres_url):  # noqa: F811
+def test_a_run_again_on_postgres_skips_every_student(two_runs, postgres_url):  # noqa: F811
+    """Half a class that the shared gradebook already holds, run again from another machine's workspace."""
     from grading.classroom import ladder_grade
 
-    subs = make_class(tmp_path / "subs", {"solo": "stub"})
-    first = ladder_grade(subs, tmp_path / "ws", "--db", postgres_url)
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    again = ladder_grade(subs, tmp_path / "ws2", "--db", postgres_url)   # another machine's workspace, same gradebook
-    assert "1 student(s) already graded" in again.stdout, again.stdout[-3000:]
+    tmp, outcomes = two_runs
+    assert outcomes["a"][0] == 0, outcomes["a"][1][-3000:]
+    again = ladder_grade(tmp / "subs-a", tmp / "ws-again", "--db", postgres_url)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert f"{len(HALVES['a'])} student(s) already graded" in again.stdout, again.stdout[-3000:]
 
 
 GENERATE_SCRIPT = """

@@ -33,6 +33,8 @@ def _rows(path):
 
 
 def test_every_student_gets_a_row_with_a_reason(graded):
+    """About 30 s on 2 cores: a whole `ladder grade` of a class whose submissions are broken in every way the grader
+    names."""
     tmp, proc = graded
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out[-3000:]   # three students could not be graded

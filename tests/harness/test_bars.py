@@ -29,7 +29,7 @@ def test_default_bars_match_the_course_plan():
     assert bar_for("1a").bar == pytest.approx(0.70)
     assert bar_for("1b").bar == pytest.approx(1.5)
     stretch = bar_for("1a-stretch")
-    assert stretch.bar == pytest.approx(0.95) and not stretch.graded
+    assert stretch.bar == pytest.approx(0.87) and not stretch.graded   # calibrated on an H200
 
 
 def test_instructor_override_replaces_only_what_it_names(tmp_path, monkeypatch):

@@ -39,6 +39,7 @@ MATMUL = Exercise(
 def test_flop_counted_result_reports_tflops():
     # measure_speed, not check_speed: torch.mm timed against itself on a busy CPU can land on either side
     # of the bar, and the unit is what this test is about.
+    """Up to 20 s on a busy 2-core machine: the CPU timing loop runs until its rounds agree."""
     result = measure_speed(MATMUL, torch_kernel(lambda a, b, out: torch.mm(a, b, out=out)), device="cpu",
                            backend=CPUBackend(0.005), size=(256, 192, 128))
     assert result.unit == "TFLOP/s" and result.flops == 2 * 256 * 192 * 128

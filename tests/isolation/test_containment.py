@@ -12,6 +12,7 @@ test's own)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -147,6 +148,24 @@ def _ladder(*args: str, cwd: Path, tmp: Path, timeout: int = 900) -> subprocess.
                           check=False)
 
 
+@pytest.fixture
+def short_tmp():
+    """A temporary folder for `ladder`'s processes, short enough for the Unix sockets they open in it (a path of
+    at most 107 bytes): under a pytest-xdist worker's tmp_path (".../popen-gw0/test_ladder_check_leaves_no_de0/")
+    multiprocessing's socket for sharing tensors with the worker did not fit, and the worker died."""
+    import tempfile
+
+    folders = []
+
+    def make() -> Path:
+        folders.append(Path(tempfile.mkdtemp(prefix="ladder-helpers-")))
+        return folders[-1]
+
+    yield make
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _helpers_of(tmp: Path) -> list[str]:
     """`ps`'s lines for the detached helpers started under `tmp`."""
     out = subprocess.run(["ps", "-eo", "pid,stat,args"], capture_output=True, text=True, check=True).stdout
@@ -159,11 +178,10 @@ def _end_helpers_of(tmp: Path) -> None:
 
 
 @pytest.mark.parametrize("isolated", [False, True], ids=["in-kernel", "isolated"])
-def test_ladder_check_leaves_no_detached_helper_behind(isolated, tmp_path):
+def test_ladder_check_leaves_no_detached_helper_behind(isolated, tmp_path, short_tmp):
     """`ladder check` of the exploit entry whose launcher starts a detached helper (Triton's interpreter): the
     cell fails as stray-process, the helper is ended, and `ps` finds none once `ladder check` has returned."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = short_tmp()
     nb = checked_notebook("wrong", "detached_helper", ["matmul-visible"], tmp_path / "detached_helper.ipynb")
     try:
         proc = _ladder("check", *(["--isolated"] if isolated else []), str(nb), cwd=ROOT, tmp=tmp)
@@ -174,7 +192,7 @@ def test_ladder_check_leaves_no_detached_helper_behind(isolated, tmp_path):
         _end_helpers_of(tmp)
 
 
-def test_ladder_grade_and_check_leave_no_helper_of_a_students_cell_behind(tmp_path):
+def test_ladder_grade_and_check_leave_no_helper_of_a_students_cell_behind(tmp_path, short_tmp):
     """A chapter-1 student whose napkin cell starts a detached helper each time it runs (in the notebook's kernel
     and in every check's worker): graded with `ladder grade` (isolated) and checked with `ladder check` (in the
     kernel), the student keeps the solution's grade and `ps` finds no helper after either returns. Without a GPU
@@ -183,8 +201,7 @@ def test_ladder_grade_and_check_leave_no_helper_of_a_students_cell_behind(tmp_pa
     the one test that runs both on a notebook whose cell leaves processes behind."""
     import csv
 
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = short_tmp()
     nb = build.build("ch01", "01_vector_add", "detached_helper", tmp_path / "submissions" / "ada.ipynb")
     try:
         graded = _ladder("grade", str(nb.parent), "--assignment", "01_vector_add", "--workspace",

@@ -8,9 +8,6 @@ fail with their no-GPU reason, which is expected here."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -22,21 +19,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(HAS_GPU, reason="CPU-only; on
 GRADER_FAULTS = ("[reason: failed]", "this is a grader bug", "the grader's checking process ended without a verdict")
 
 
-@pytest.mark.parametrize("name", assignments(ROOT))
-def test_the_solution_is_graded_whole_without_a_grader_fault(tmp_path, name):
-    source = next((ROOT / "solutions" / name).glob("*.ipynb"))
-    submitted = tmp_path / "subs" / "solution" / name
-    submitted.mkdir(parents=True)
-    shutil.copy(source, submitted / source.name)
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(tmp_path / "subs"), "--assignment", name,
-                           "--workspace", str(tmp_path / "ws")], capture_output=True, text=True, cwd=ROOT, timeout=1500)
-    graded = tmp_path / "ws" / "autograded" / "solution" / name / source.name
-    assert graded.is_file(), proc.stdout[-3000:] + proc.stderr[-3000:]
-    cells = json.loads(graded.read_text())["cells"]
+@pytest.mark.parametrize("graded_solution", assignments(ROOT), indirect=True)
+def test_the_solution_is_graded_whole_without_a_grader_fault(graded_solution):
+    """The grading (tests/solution_runs.py) is shared with the chapter's own CPU tests, which read its cells."""
+    assert graded_solution.notebook.is_file(), graded_solution.output()
     faults = []
-    for cell in cells:
+    for cell in graded_solution.cells():
         text = json.dumps(cell.get("outputs", []))
         if any(mark in text for mark in GRADER_FAULTS):
             faults.append((cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"), text[:600]))
     assert not faults, faults
-    assert "Traceback (most recent call last)" not in proc.stdout, proc.stdout[-3000:]
+    assert "Traceback (most recent call last)" not in graded_solution.process.stdout, graded_solution.output()

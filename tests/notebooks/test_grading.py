@@ -84,6 +84,9 @@ def _cells(ws, student) -> dict:
 
 
 def test_every_student_gets_exactly_the_points_of_the_exercises_they_did_not_break(graded):
+    """The first of the module's tests to ask for the class's grading pays for it (60 to 120 s on 2 cores: nine
+    students, each a notebook's kernel and its isolated checks, on two Dask workers); the module's other tests read the
+    same grading."""
     ws, proc = graded
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     expected = GPU_SCORES if HAS_GPU else CPU_SCORES
@@ -151,6 +154,29 @@ def test_the_dying_kernel_and_the_deleted_tests_are_reported(graded):
                if c.get("metadata", {}).get("nbgrader", {}).get("grade")}
     assert "check_napkin_math" in sources["napkin-test"], "the deleted test cell was added back"
     assert "check_fusion_napkin_math" in sources["fusion-napkin-test"], "the edited test cell was restored"
+
+
+def test_each_student_s_time_is_split_in_the_journal_and_the_summary_says_where_it_went(graded):
+    import sqlite3
+
+    ws, proc = graded
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    with sqlite3.connect(ws / "gradebook.db") as conn:
+        rows = dict(conn.execute("SELECT student, split FROM ladder_grading_split"))
+        started = dict(conn.execute("SELECT student, started FROM ladder_grading_split"))
+    assert set(rows) == set(STUDENTS)
+    for student, raw in rows.items():
+        split = json.loads(raw)
+        assert split["seconds"] > 0 and split["cpu_seconds"] > 0 and split["cpus"] >= 1, (student, split)
+        assert split["kernel_seconds"] > 0 and split["around_notebook_seconds"] >= 0, (student, split)
+        # how wide its checks ran ahead (1 on a 2-CPU machine: none ahead, so no slot was asked for)
+        assert split["checks_at_once"] >= 1 and "slot_wait_seconds" in split, (student, split)
+        assert started[student] > 0
+        if student in ("correct", "stub"):   # every check of theirs ran, and reports its CPU time
+            assert split["check_seconds"] > 0 and split["check_cpu_seconds"] > 0, (student, split)
+    assert f"where the time went ({len(STUDENTS)} student(s) graded in" in proc.stdout
+    assert proc.stdout.count("% ") >= 1 and "busy" in proc.stdout   # a busy fraction per worker
+    assert "longest students:" in proc.stdout
 
 
 def test_submitted_tree_layout_is_accepted(tmp_path):

@@ -217,6 +217,8 @@ def _cell_scores(ws, student):
 
 @pytest.mark.slow
 def test_grade_keeps_the_other_cells_of_a_dying_notebook(graded):
+    """About 25 s on 2 cores: a whole `ladder grade` of a student whose kernel dies, with the fresh kernels that carry
+    on."""
     ws, proc = graded
     assert proc.returncode == 0, proc.stdout + proc.stderr
     scores = _cell_scores(ws, "killer")

@@ -555,14 +555,140 @@ def test_chapter_7_reduce_after_counts_what_its_code_keeps_in_flight():
             in text and f"{words[len(unrolled)]} of its {words[steps]}" in text)
 
 
-PENDING = "GPU RECORD PENDING"
+def reduction_script():
+    """assets/results/notebooks/text-facts/reduction_runs.py: the ladder's steps and the summary it prints."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reduction_runs", TEXT_FACTS_H200.parent / "reduction_runs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_reduction_summary_is_what_the_script_prints_from_the_runs(capsys):
+    """reduction-summary.txt, which marks the steps that held in every run, is the summary of reduction-runs.json."""
+    reduction_script().summary(REDUCTION_RUNS)
+    assert capsys.readouterr().out == (TEXT_FACTS_H200 / "reduction-summary.txt").read_text()
+
+
+# Each step of reduction_runs.STEPS as reduce-after words it
+STEP_WORDS = {"the first two fixes (sequential addressing over interleaved, divergent)":
+              "sequential addressing over the divergent version",
+              "sequential addressing over interleaved with bank conflicts":
+              "sequential addressing over interleaved with bank conflicts",
+              "the first add during load": "the first add during load",
+              "the last warp unrolled": "the unrolled last warp",
+              "shuffles + atomics over sequential addressing": "shuffles and atomics over sequential addressing",
+              "the butterfly over __shfl_down_sync": "the butterfly over `__shfl_down_sync`",
+              "torch.sum over shuffles + atomics": "`torch.sum` over shuffles and atomics"}
+COUNTS = {2: "two", 3: "three", 10: "ten"}
+
+
+def test_chapter_7_reduce_after_states_a_step_as_a_gain_only_where_it_held_in_every_run():
+    """Each step of the ladder is quoted as the range of its ratio within a run, over every run; the text calls a
+    step faster only where it was faster in every run, and says of each other step that it was not."""
+    runs = reduction_runs()
+    record = json.loads(REDUCTION_RUNS.read_text())
+    steps = reduction_script().STEPS
+    assert {label for label, _, _ in steps} == set(STEP_WORDS)
+    text = chapter_cell("07", "reduce-after")
+    processes = len({r["process"] for r in record["runs"]})
+    assert f"{COUNTS[len(runs)]} runs of the cell above in {COUNTS[processes]} processes" in text
+    held_words, others_words = text.split("Every other step was faster in some runs and slower in others")
+    held_words = held_words[held_words.index("steps were faster in all"):]
+    others_words = others_words[:others_words.index("Read them against")]
+    held = []
+    for label, high, low in steps:
+        ratios = [run[high] / run[low] for run in runs]
+        quoted = f"{STEP_WORDS[label]} ({min(ratios):.2f}-{max(ratios):.2f}×)"
+        assert quoted in (held_words if min(ratios) > 1 else others_words), quoted
+        held += [label] if min(ratios) > 1 else []
+    assert f"{COUNTS[len(held)].capitalize()} steps were faster in all {COUNTS[len(runs)]} runs" in text
+
+
+def test_chapter_7_reduce_after_reads_the_ranges_as_bytes_in_flight():
+    """The reading of the ranges: the trees' best run against the H200's copy ceiling (chapter 2's record), the bytes
+    the shuffle versions' grid keeps in flight on an SM, and torch.sum's share of the ceiling in every run."""
+    runs = reduction_runs()
+    text = chapter_cell("07", "reduce-after")
+    source = chapter_cell("07", "reduce-src")
+    trees = ("interleaved, divergent", "interleaved, bank conflicts", "sequential addressing", "first add during load",
+             "last warp unrolled")
+    best_tree = max(run[name] for run in runs for name in trees)
+    copy = H200["copy_gbps"]
+    assert f"No tree version passed {best_tree:,.0f} GB/s in any run, about a third of the copy ceiling" in text
+    assert 0.3 < best_tree / copy < 0.37 and f"recorded on an H200 ({copy:,.0f} GB/s)" in text
+    (blocks_per_sm,) = re.findall(r"blocks = (\d+) \* session\.gpu\.sm_count", source)
+    threads = int(blocks_per_sm) * 256
+    assert "atomic_sum(kernel)" in source and "kernel((blocks,), (256,)" in source
+    assert (f"a grid of {['', 'one', 'two', 'three', 'four'][int(blocks_per_sm)]} blocks of 256 threads per SM "
+            f"(`atomic_sum`), {threads:,} threads with 16 bytes each: {threads * 16 // 1024} KiB on an SM") in text
+    torch_share = [100 * run["torch.sum"] / copy for run in runs]
+    assert f"`torch.sum` held {min(torch_share):.0f}-{max(torch_share):.0f}% of the copy ceiling in every run" in text
+
+
+# ------------------------------------------------------------------------- the instructor's path, on an H200
+
+CONTAINMENT = ROOT / "assets" / "results" / "exploits" / "containment"
+
+
+def test_the_containment_figures_the_guides_quote_are_the_records():
+    """docs/isolation.md's figures for a speed timed beside another process's GPU load are the three `ladder check
+    --json` reports of crowded-h200/; the detached helper's verdict and `ps` after each path are detached-helper-h200/'s."""
+    isolation = flat((ROOT / "docs" / "isolation.md").read_text())
+    speeds = {}
+    for run in ("alone-isolated", "loaded-isolated", "loaded-in-kernel"):
+        report = json.loads((CONTAINMENT / "crowded-h200" / f"{run}.json").read_text())
+        (cell,) = [c for nb in report["notebooks"] for c in nb["cells"] if c["grade_id"] == "matmul-speed"]
+        speeds[run] = cell["speed"]
+    alone, isolated, in_kernel = speeds["alone-isolated"], speeds["loaded-isolated"], speeds["loaded-in-kernel"]
+    assert not alone["crowded"] and alone["remeasured_because"] is None
+    for s in (isolated, in_kernel):
+        assert s["crowded"] and s["remeasured_because"] == "crowded" and s["passed"]
+        (other,) = s["neighbours"]["others"]
+        assert other["sm_pct"] == 99
+    assert (f"5a's solution timed alone, {alone['ratio']}x, `crowded` false; beside a load of 8192-square matmuls "
+            f"started outside the grader, {isolated['ratio']}x isolated and {in_kernel['ratio']}x in the kernel, each "
+            "`crowded` true, measured again (`remeasured_because: crowded`), the load named by its pid at 99% of the "
+            "SMs") in isolation
+    found = (CONTAINMENT / "detached-helper-h200" / "containment.txt").read_text().splitlines()
+    assert len([line for line in found if line.endswith("(PASS)")]) == 5 and "FAIL" not in "\n".join(found)
+    for path in ("check-in-kernel", "check-isolated", "grade"):
+        assert "[stray-process]" in (CONTAINMENT / "detached-helper-h200" / f"{path}.txt").read_text()
+    assert "helper 13/15" in flat((CONTAINMENT / "detached-helper-h200" / "grade.txt").read_text())
+    assert "under `ladder grade` (13/15, every other cell full)" in isolation
+
+
+def test_the_calibration_the_instructors_guide_quotes_is_the_record():
+    """docs/instructors.md's account of `ladder calibrate` on an H200: its wall time and each bar's verdict and margins,
+    from keeps-bars-h200/."""
+    folder = RESULTS / "keeps-bars-h200"
+    record = json.loads((folder / "bars-override.json").read_text())
+    assert "H200" in record["gpu"] and record["runs"] == 10
+    bars = {b["key"]: b for b in record["bars"]}
+    (wall,) = numbers((folder / "time.txt").read_text(), r"wall_s=([\d.]+)")
+    guide = flat((ROOT / "docs" / "instructors.md").read_text())
+    assert f"`ladder calibrate --chapters 1 --runs 10` took {wall:.0f} s" in guide
+    assert bars["1a"]["kept"] and bars["1b"]["kept"] and not bars["1a-stretch"]["kept"]
+    margins = {key: re.findall(r"([\d.]+)% (?:under|above)", b["verdict"]) for key, b in bars.items()}
+    assert f"kept 1a's {bars['1a']['bar']:.2f}x ({margins['1a'][0]}% under its slowest run)" in guide
+    assert f"1b's {bars['1b']['bar']:.2f}x ({margins['1b'][0]}% and {margins['1b'][1]}%)" in guide
+    stretch = bars["1a-stretch"]
+    slowest = min(stretch["rungs"][0]["speedups"])
+    assert (f"1a-stretch's reported {stretch['bar']:.2f}x, {100 * (slowest / stretch['bar'] - 1):.1f}% under the "
+            f"solution's slowest run, to {stretch['proposed']:.2f}x") in guide
+    assert BARS["1a-stretch"]["bar"] == stretch["proposed"] and "keeps-bars-h200" in BARS["1a-stretch"]["calibration"]
+
+
+GPU_RECORD_PENDING = "GPU RECORD PENDING"
 
 
 @pytest.mark.parametrize("path", [*SOLUTIONS, *RELEASED], ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_figure_is_left_waiting_for_a_gpu_record(path):
-    """A figure that needs a GPU run not yet recorded is marked PENDING in the text; it must not ship."""
+    """A figure that needs a GPU run not yet recorded is marked GPU RECORD PENDING in the text; it must not ship."""
     text = " ".join(cells(path).values())
-    assert PENDING not in text, f"{path.relative_to(ROOT)} still waits for a GPU record: {text[text.index(PENDING):][:200]}"
+    assert GPU_RECORD_PENDING not in text, (
+        f"{path.relative_to(ROOT)} still waits for a GPU record: {text[text.index(GPU_RECORD_PENDING):][:200]}")
 
 
 def test_chapter_7a_dram_bytes_and_times_are_the_text_facts_record():
@@ -841,6 +967,12 @@ PROFILE_QUOTES = [
                                                    ("l2_hit_pct", "{:.0f}% of its loads hitting L2")]),
     ("08", "ncu-profile-md", "8b", "solution", [("time_us", "{:,.0f} µs"), ("tensor_pipe_pct", "pipe {:.0f}% busy")]),
     ("08", "ncu-profile-md", "8b", "unfused", [("time_us", "attention, {:,.0f} µs")]),
+    ("09", "profile-md", "9b", "solution", [("tensor_pipe_pct", "tensor pipe {:.0f}% busy"),
+                                            ("dram_pct", "DRAM at {:.0f}% of its peak"),
+                                            ("registers_per_thread", "{} registers a thread"),
+                                            ("time_us", "in {:,.0f} µs")]),
+    ("09", "profile-md", "9b", "fp16_tiles", [("tensor_pipe_pct", "about as busy, {:.0f}%"),
+                                              ("time_us", "for {:,.0f} µs")]),
 ]
 
 
@@ -937,6 +1069,88 @@ def test_chapter_9_napkin_arithmetic_is_its_own():
     assert f"{flops / 1979e12 * 1e3:.3f} ms of tensor-core time" in text
     assert f"{moved / 3.35e12 * 1e3:.3f} ms of memory" in text
     assert f"{flops / 989e12 * 1e3:.3f} ms in fp16" in text
+
+
+CH09 = RESULTS / "ch09-h200"
+
+
+def ch09_runs(bars_file: str, bar: str, rung_ends: str) -> tuple[float, float]:
+    """The range of one rung's ten speedups for one bar, in a `ladder calibrate` record of chapter 9."""
+    (entry,) = [b for b in json.loads((CH09 / bars_file).read_text())["bars"] if b["key"] == bar]
+    (rung,) = [r for r in entry["rungs"] if r["label"].endswith(rung_ends)]
+    assert len(rung["speedups"]) == 10, rung["label"]
+    return span(rung["speedups"])
+
+
+def test_chapter_9_speed_texts_quote_the_ten_runs_and_the_bars_lie_between():
+    """quantize-speed-md and gemm-speed-md: each rung's range over its ten runs on the H200 (two decimals against
+    eager, three against a copy and against torch._scaled_mm), and the bars, each between the rungs it separates."""
+    assert "NVIDIA H200" in (CH09 / "gpu.txt").read_text()
+    text = chapter_cell("09", "quantize-speed-md")
+    assert "(`assets/results/calibration/ch09-h200`)" in text
+    sol_eager, sol_copy, two_eager, two_copy = [tuple(numbers(text, pattern)) for pattern in (
+        r"the solution above measured (\d+\.\d\d)-(\d+\.\d\d)× eager", r"eager and (0\.\d{3})-(0\.\d{3}) of a copy",
+        r"\(x read twice\), (\d+\.\d\d)-(\d+\.\d\d)×", r"\(x read twice\), [\d.]+-[\d.]+× and (0\.\d{3})-(0\.\d{3})")]
+    for quoted, (bar, rung), places in ((sol_eager, ("9a", "(solution)"), 2), (two_eager, ("9a", "(two_pass_9a)"), 2),
+                                        (sol_copy, ("9a-copy", "(solution)"), 3),
+                                        (two_copy, ("9a-copy", "(two_pass_9a)"), 3)):
+        measured = ch09_runs("bars-9a.json", bar, rung)
+        assert within(quoted, measured, places), f"{bar} {rung}: quoted {quoted}, the record {measured}"
+    (bar_9a, bar_copy) = numbers(text, r"\*\*([\d.]+)×\*\* eager and \*\*([\d.]+)\*\* of a copy")
+    assert bar_9a == BARS["9a"]["bar"] and bar_copy == BARS["9a-copy"]["bar"]
+    assert two_eager[1] < bar_9a < sol_eager[0] and two_copy[1] < bar_copy < sol_copy[0]
+
+    text = chapter_cell("09", "gemm-speed-md")
+    assert "(`assets/results/calibration/ch09-h200`)" in text
+    for pattern, rung in ((r"the solution measured (0\.\d{3})-(0\.\d{3})×", "(solution)"),
+                          (r"after every 32 of K, (0\.\d{3})-(0\.\d{3})×", "(every_step_9b)"),
+                          (r"converted to fp16, (0\.\d{3})-(0\.\d{3})×", "(fp16_mma_9b; refused by its FP8 count)")):
+        quoted, measured = tuple(numbers(text, pattern)), ch09_runs("bars-9b.json", "9b", rung)
+        assert within(quoted, measured, 3), f"9b {rung}: quoted {quoted}, the record {measured}"
+    (bar_9b,) = numbers(text, r"The bar is \*\*([\d.]+)×\*\*")
+    assert bar_9b == BARS["9b"]["bar"]
+    assert ch09_runs("bars-9b.json", "9b", "(every_step_9b)")[1] < bar_9b < ch09_runs("bars-9b.json", "9b", "(solution)")[0]
+
+
+def test_chapter_9_gemm_speed_md_quotes_one_check_and_the_spilling_tile():
+    """The TFLOP/s of one `ladder check` run (check-exact-division.json, its 9b speed report), and the 128 x 256
+    kernel's ratio on both paths of the exploit run, rounded."""
+    text = chapter_cell("09", "gemm-speed-md")
+    check = json.loads((CH09 / "check-exact-division.json").read_text())
+    (cell,) = [c for c in check["notebooks"][0]["cells"] if c["grade_id"] == "gemm-speed"]
+    report = cell["error"]["evalue"]
+    (yours, share, ceiling) = numbers(report, r"yours +[\d.]+ ms ± [\d.]+% +([\d,.]+) TFLOP/s +(\d+)% of this GPU's fp8 "
+                                              r"matmul ceiling \(torch._scaled_mm, e4m3\) \(([\d,.]+) TFLOP/s\)")
+    (cublas,) = numbers(report, r"torch._scaled_mm \(1x128, 128x128 scales\) +[\d.]+ ms ± [\d.]+% +([\d,.]+) TFLOP/s")
+    quoted = numbers(text, r"the solution reached ([\d,]+) TFLOP/s, (\d+)% of the FP8 ceiling measured beside it, and "
+                           r"`torch._scaled_mm` ([\d,]+) TFLOP/s")
+    assert quoted == [round(yours), share, round(cublas)] and round(100 * yours / ceiling) == share
+    # The record's entry of that shape, ch09_9b_wide_tiles, is ch09_9b_deep_k_tiles now, at 128 x 128.
+    ratios = numbers((CH09 / "exploits.txt").read_text(), r"ch09_9b_wide_tiles\]\s+in-kernel gemm-speed: below-bar: 9b ratio "
+                                                          r"([\d.]+) .*\n\s+isolated gemm-speed: below-bar: 9b ratio ([\d.]+)")
+    quoted = numbers(text, r"\(a correct kernel of that shape measured (0\.\d\d)-(0\.\d\d)× on the H200\)")
+    assert within(tuple(quoted), span(ratios), 2), (quoted, ratios)
+    assert "65,536 registers" in text and 2 * 128 * 256 == 65536
+
+
+def test_chapter_9_curve_md_is_the_accumulator_record():
+    """curve-md: the three curves of accumulator.json, each figure quoted as all three round it."""
+    data = json.loads((CH09 / "accumulator.json").read_text())
+    assert data["gpu"] == "NVIDIA H200" and len(data["curves"]) == 3
+    curves = data["curves"]
+    text = chapter_cell("09", "curve-md")
+    assert "(`assets/results/calibration/ch09-h200/accumulator.json`)" in text
+    first, last = numbers(text, r"grew from ([\d.]+) × 10<sup>−3</sup> at K = 512 to ([\d.]+) at K = 16,384")
+    assert all(c["k"][0] == 512 and c["k"][-1] == 16384 for c in curves)
+    assert {round(c["plain"][0] * 1e3, 1) for c in curves} == {first}
+    assert {round(c["plain"][-1], 3) for c in curves} == {last}
+    (slope,) = numbers(text, r"a slope of ([\d.]+);")
+    assert {round(s, 2) for s, _ in data["readings"]} == {slope}
+    low, high = numbers(text, r"stayed at ([\d.]+)-([\d.]+) × 10<sup>−4</sup> at every K")
+    promoted = [p * 1e4 for c in curves for p in c["promoted"]]
+    assert within((low, high), span(promoted), 1)
+    ratio_low, ratio_high = numbers(text, r"(\d+)-(\d+) times smaller at K = 16,384")
+    assert within((ratio_low, ratio_high), span(r for _, r in data["readings"]), 0)
 
 
 def test_chapter_7_profile_md_reads_the_l2_and_limiter_columns_of_the_recorded_rungs():

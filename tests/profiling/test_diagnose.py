@@ -163,3 +163,57 @@ def test_8p_the_host_bound_rungs_claims_are_the_records():
     assert b1.launch_kernels == b64.launch_kernels
     assert b1.gpu_busy_pct < diagnose.GPU_WAITS_BELOW_PCT <= b64.gpu_busy_pct
     assert not math.isnan(b1.graph_call_us) and b1.graph_call_us < b1.call_us
+
+
+def test_9p_the_every_step_rungs_claims_are_the_records():
+    """9.P's reading: four times the solution's fp32 work (a promotion after every 32 of K, not every 128: three
+    fp32 operations an output for each), the tensor pipe less than half as busy, 2.3 times the time; more DRAM
+    bytes (its autotuner's 64 x 128 tiles) at 7% of DRAM's peak, which would move them in a tenth of the extra time
+    or less; and no one stall leading. The figures its `why` quotes are these."""
+    case = CASES["9.P"]
+    every_step, solution = signatures(case)
+    m, n, k = 4096, 7168, 7168
+    assert recorded.exercise_index("9b")["exercises"]["9b"]["size"] == f"M={m:,} N={n:,} K={k:,}"
+    for sig, step in ((every_step, 32), (solution, 128)):
+        assert sig.fp32_flops == 3 * m * n * (k // step), sig.rung
+    assert every_step.block[0] // 32 == 4 and m * n // every_step.grid[0] == 64 * 128   # 4 warps, 64 x 128 outputs
+    assert every_step.tensor_pipe_pct < 0.5 * solution.tensor_pipe_pct
+    assert every_step.dram_bytes > 1.5 * solution.dram_bytes and every_step.dram_pct < 10
+    assert every_step.leading_stalls[:2] == ("long scoreboard", "short scoreboard")
+    for quote in (f"{every_step.fp32_gflop:.1f} against {solution.fp32_gflop:.1f} GFLOP",
+                  f"busy {every_step.tensor_pipe_pct:.0f}% of the time against {solution.tensor_pipe_pct:.0f}%",
+                  f"{every_step.time_us / solution.time_us:.1f} times as long", "64 x 128 tiles",
+                  f"at {every_step.dram_pct:.0f}% of DRAM's peak"):
+        assert quote in case.why, quote
+
+
+def test_a_tied_top_stall_names_no_stall():
+    """A stall ahead of the next by less than a tenth is a tie (Signature.leading_stalls): the rules that read the
+    top stall see none, and the table prints every tied stall. 9b's every_step, DRAM idle and its L2 hit rate
+    high, would show cache-traffic-per-flop were its long-scoreboard stall clear of the short-scoreboard one."""
+    import dataclasses
+
+    every_step, solution = signatures(CASES["9.P"])
+    assert every_step.leading_stalls == ("long scoreboard", "short scoreboard", "barrier")
+    assert "| long scoreboard ≈ short scoreboard ≈ barrier |" in diagnose.show(CASES["9.P"])
+    clear = dataclasses.replace(every_step, top_stalls=(("long scoreboard", 2.0),) + every_step.top_stalls[1:])
+    rule = diagnose.CONSTRAINTS["cache-traffic-per-flop"].evidence
+    assert rule(clear, solution) and not rule(every_step, solution)
+
+
+def test_the_table_shows_the_fp32_work_beside_tensor_core_products_only():
+    """The accumulator-promotion rule reads fp32 GFLOP: 9b's table prints it; chapter 2's, with no product at all,
+    does not."""
+    assert "fp32 GFLOP" in recorded.table("9b") and "| 19.7 |" in recorded.table("9b")
+    assert "fp32 GFLOP" not in recorded.table("2")
+
+
+def test_bytes_that_dram_moves_at_its_peak_in_a_tenth_of_the_extra_time_do_not_explain_it():
+    """accumulator-promotion's last condition, at its boundary: the same rung with DRAM busier (the same extra
+    bytes then take longer at the peak the counters imply) is no longer shown."""
+    import dataclasses
+
+    every_step, solution = signatures(CASES["9.P"])
+    rule = diagnose.CONSTRAINTS["accumulator-promotion"].evidence
+    assert rule(every_step, solution)
+    assert not rule(dataclasses.replace(every_step, dram_pct=3 * every_step.dram_pct), solution)

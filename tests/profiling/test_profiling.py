@@ -1,6 +1,6 @@
 """The profiler's reading, signatures, recorded rungs, roofline and failure messages, on recorded
-Nsight Compute reports (assets/profiles/H100/, recorded on an H100 by `assets/results/gpu_measure.sh profiles`),
-plus one GPU test that profiles a solution notebook for real."""
+Nsight Compute reports (assets/profiles/H100/, recorded on an H100 by `assets/results/gpu_measure.sh profiles`, and
+assets/profiles/H200/), plus one GPU test that profiles a solution notebook for real."""
 
 import math
 import os
@@ -19,12 +19,17 @@ PROBE = ROOT / "assets/results/profiles/probe-h100"
 
 
 def test_every_recorded_rung_reads_back_with_its_kernel_and_gpu():
-    for exercise in recorded.exercises():
-        assert recorded.rungs(exercise), exercise
-        for rung in recorded.rungs(exercise):
-            sig = recorded.load(exercise, rung)
-            assert sig.gpu.startswith("NVIDIA H100") and sig.time_us > 0 and sig.kernel, (exercise, rung)
-            assert recorded.describe(exercise, rung)
+    """Every folder of assets/profiles/ (the H100's, and the H200's for chapter 9 and some diagnose cases): each
+    rung was profiled on the GPU its folder names."""
+    folders = [gpu for gpu in recorded.GPUS if recorded.available(gpu)]
+    assert folders == list(recorded.GPUS), folders
+    for gpu in folders:
+        for exercise in recorded.exercises(gpu):
+            assert recorded.rungs(exercise, gpu), exercise
+            for rung in recorded.rungs(exercise, gpu):
+                sig = recorded.load(exercise, rung, gpu)
+                assert sig.gpu.startswith(f"NVIDIA {gpu}") and sig.time_us > 0 and sig.kernel, (gpu, exercise, rung)
+                assert recorded.describe(exercise, rung, gpu)
 
 
 def test_recorded_signatures_separate_the_rungs_the_course_names():

@@ -181,6 +181,7 @@ def main() -> int:
                 print(f"  also {s.kernel[:50]} {s.time_us:,.1f} us, {100 * s.time_us / total:.1f}% of the kernels' time",
                       flush=True)
         index["exercises"][key] = entry
+        dest.mkdir(parents=True, exist_ok=True)   # where every rung failed, the index still says so
         (dest / "index.json").write_text(json.dumps(index, indent=1))
     recorded.PROFILES = args.out / "profiles"
     recorded.index.cache_clear()

@@ -7,4 +7,4 @@ CHAPTER_DIR = "09_low_precision"
 CELLS = {"quantize-solution": edited(notebook_cell(CHAPTER_DIR, "quantize-solution"),
                                      ("    amax = tl.max(magnitude, axis=1)\n",
                                       "    amax = tl.max(tl.where(cols[None, :] < group * GROUP + 64, magnitude, 0.0), axis=1)\n"))}
-EXPECT = {"cell": "quantize-visible", "reason": "wrong-result", "device": "cpu", "message": "scales differ"}
+EXPECT = {"cell": "quantize-visible", "reason": "wrong-result", "device": "cpu", "message": "scale"}   # "scales differ", or a group holding NaN given a finite scale
