@@ -1031,6 +1031,83 @@ def test_chapter_10_figures_are_its_cases_arithmetic_and_the_recorded_ceilings()
     assert f"{min(speed.lengths):,}-{max(speed.lengths):,} tokens ({speed.tokens:,} in all)" in bars
 
 
+
+CH10 = RESULTS / "ch10-h200"
+CH10_NOTEBOOKS = ROOT / "assets" / "results" / "notebooks" / "ch10-h200"
+CH10_EXPLOITS = ROOT / "assets" / "results" / "exploits" / "ch10-h200"
+
+
+def calibrated_values(path: Path, bar: str, rung_ends: str) -> list[float]:
+    """One rung's figures over its runs for one bar, in a `ladder calibrate` record (its `values`)."""
+    (entry,) = [b for b in json.loads(path.read_text())["bars"] if b["key"] == bar]
+    (rung,) = [r for r in entry["rungs"] if r["label"].endswith(rung_ends)]
+    return rung["values"]
+
+
+def speed_reports(path: Path, key: str) -> list[dict]:
+    """Every speed report of exercise `key` a record printed, as `[speed: {...}]` lines or `ladder check --json`'s
+    cells."""
+    text = path.read_text()
+    if path.suffix == ".json":
+        return [c["speed"] for nb in json.loads(text)["notebooks"] for c in nb["cells"]
+                if (c.get("speed") or {}).get("key") == key]
+    return [r for r in map(json.loads, re.findall(r"\[speed: (\{.*\})\]", text)) if r["key"] == key]
+
+
+def test_chapter_10_bars_are_the_h200_records():
+    """grader/bars.toml's 10a, 10b and 10-stretch: each quoted range is the calibration's, each single figure the
+    record it names, and each bar separates what it must with the margins quoted (ladder calibrate's: the slower
+    figure over the bar, less 1)."""
+    assert "NVIDIA H200" in (CH10 / "gpu.txt").read_text()
+    runs = lambda bar, rung, file: calibrated_values(CH10 / file, bar, rung)  # noqa: E731
+    text = BARS["10a"]["calibration"]
+    solution, below = runs("10a", "(solution)", "bars-override-10a.json"), runs("10a", "(head_per_program)",
+                                                                                  "bars-override-10a.json")
+    page = runs("10a", "(page_per_step)", "bars-override-10a.json")
+    assert len(solution) == len(below) == 10
+    assert f"64 tokens a step, {min(solution):.3f}-{max(solution):.3f} of the copy ceiling (10/10 pass)" in text
+    assert f"(head_per_program) {min(below):.3f}-{max(below):.3f} (10/10 fail)" in text
+    assert f"(page_per_step, reported) {min(page):.3f}-{max(page):.3f}" in text
+    (flat,) = speed_reports(CH10_EXPLOITS / "exploits_correct_10a.txt", "10a")
+    assert "grader's own process" in flat["timed"] and f"ch10_10a_flat_grid (32 tokens a step, 8 warps) ran " \
+        f"{flat['fraction']:.3f} on the grading path" in text
+    bar = BARS["10a"]["bar"]
+    assert max(below) * 1.1 <= bar <= flat["fraction"] / 1.1 and bar < min(page)
+    assert (f"{bar} sits {min(solution) / bar - 1:.0%} under the solution's slowest run, {flat['fraction'] / bar - 1:.0%} "
+            f"under flat_grid's and {bar / max(below) - 1:.0%} above the rung below's fastest") in text
+
+    text = BARS["10b"]["calibration"]
+    solution, below = runs("10b", "(solution)", "bars-override-10b.json"), runs("10b", "(unsplit)",
+                                                                                  "bars-override-10b.json")
+    assert len(solution) == len(below) == 10
+    assert f"log-sum-exp, {min(solution):.3f}-{max(solution):.3f} of the copy ceiling" in text
+    assert f"(the rung below), {min(below):.4f}-{max(below):.4f} (10/10 fail)" in text
+    # the solution's single gradings, in the kernel and by nbval, with both sets of bars
+    single = [r for path in sorted(CH10_NOTEBOOKS.glob("*/*")) if path.suffix in (".json", ".txt")
+              for r in speed_reports(path, "10b")]
+    assert len(single) == 4
+    fractions, times = [r["fraction"] for r in single], [r["ms"] for r in single]
+    assert f"single gradings of it measured {min(times):.3f}-{max(times):.3f} ms a call, {min(fractions):.3f}-" \
+        f"{max(fractions):.3f} of the ceiling" in text
+    assert "kernels alone       0.055 ms per call" in (CH10_NOTEBOOKS / "starting-bars" / "nbval.txt").read_text()
+    (proposed,) = [b["proposed"] for b in json.loads((CH10 / "bars-override-10b.json").read_text())["bars"]
+                   if b["key"] == "10b"]
+    assert f"proposed {proposed}" in text and sum(f < proposed for f in fractions) == 1 and "under 0.18 once" in text
+    slowest = min(fractions + solution)
+    bar = BARS["10b"]["bar"]
+    assert max(below) * 1.1 <= bar <= slowest / 1.1
+    assert f"{bar} sits {slowest / bar - 1:.0%} under the slowest of them and {bar / max(below) - 1:.0%} above" in text
+    (chunks,) = speed_reports(CH10_EXPLOITS / "exploits_correct_10b.txt", "10b")
+    assert f"ch10_10b_fixed_chunks ran {chunks['fraction']:.3f} on the grading path" in text and chunks["fraction"] > bar
+
+    stretch = runs("10-stretch", "(solution's stretch cell)", "bars-override-10b.json")
+    text = BARS["10-stretch"]["calibration"]
+    assert f"stretch cell {min(stretch):.3f}-{max(stretch):.3f} of the copy ceiling (10/10 pass)" in text
+    assert f"{BARS['10-stretch']['bar']:.2f} sits {min(stretch) / BARS['10-stretch']['bar'] - 1:.0%} under" in text
+    for key in ("10a", "10b", "10-stretch"):
+        assert "No H100 was measured" in BARS[key]["calibration"]
+
+
 # ------------------------------------------------------------------------- figures still waiting for their GPU run
 
 PENDING = "⟨pending GPU record"

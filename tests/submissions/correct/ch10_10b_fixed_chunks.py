@@ -9,7 +9,8 @@ KV head holding the group, natural exp, its own names.
 
 Why it should pass: chunks of 512 tokens give 10b's 32,768-token sequence 64 chunks, 512 programs for its 8 KV heads:
 several for each SM of an H100 or an H200; an empty chunk writes max -inf and sum 0, which the merge weighs by exp(-inf)
-= 0. Speed: not measured on a GPU yet (test_exploits.py -k ch10_10b_fixed_chunks there says).
+= 0. Speed: 0.211 of the copy ceiling on an H200, isolated (assets/results/exploits/ch10-h200): its two kernels took
+0.102 ms of a 0.172 ms call, the merge 0.052 ms of them; under the starting bar of 0.40, 41% over the calibrated 0.15.
 """
 CHAPTER_DIR = "10_decode_attention"
 CELLS = {
