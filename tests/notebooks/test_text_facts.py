@@ -1035,6 +1035,7 @@ def test_chapter_10_figures_are_its_cases_arithmetic_and_the_recorded_ceilings()
 CH10 = RESULTS / "ch10-h200"
 CH10_NOTEBOOKS = ROOT / "assets" / "results" / "notebooks" / "ch10-h200"
 CH10_EXPLOITS = ROOT / "assets" / "results" / "exploits" / "ch10-h200"
+COPY_FRACTIONS = RESULTS / "copy-ceiling-h200" / "fractions.json"
 
 
 def calibrated_values(path: Path, bar: str, rung_ends: str) -> list[float]:
@@ -1107,6 +1108,31 @@ def test_chapter_10_bars_are_the_h200_records():
     for key in ("10a", "10b", "10-stretch"):
         assert "No H100 was measured" in BARS[key]["calibration"]
 
+
+def test_the_fractions_in_docs_gpus_are_the_h200_record():
+    """docs/gpus.md's table of 1a, 2, 7a and 7b as fractions of the copy ceiling, and the margins its
+    recommendation quotes, from the one record (3 runs a rung)."""
+    gpus = (ROOT / "docs" / "gpus.md").read_text()
+    record = json.loads(COPY_FRACTIONS.read_text())
+    assert record["gpu"] == "NVIDIA H200" and record["runs"] == 3
+    rows = re.findall(r"^\| (\w+) [^|]+ \| [^|]*\((\w+)\) \| [^|]+ \| (0\.\d{3})-(0\.\d{3}) \| not measured yet \|$",
+                      gpus, re.M)
+    assert len(rows) == 7
+    values = {}
+    for bar, rung, low, high in rows:
+        values[bar, rung] = calibrated_values(COPY_FRACTIONS, bar, f"({rung})")
+        assert (float(low), float(high)) == (round(min(values[bar, rung]), 3), round(max(values[bar, rung]), 3)), rung
+    one_per_thread = calibrated_values(COPY_FRACTIONS, "2", "(one_per_thread_tile)")
+    bars = {b["key"]: b["bar"] for b in record["bars"]}
+    assert all(b["kept"] for b in record["bars"]) and bars == {"1a": 0.7, "2": 0.6, "7a": 0.6, "7b": 0.7}
+    assert (f"2's bar sits {min(values['2', 'solution']) / bars['2'] - 1:.0%} under the solution's slowest run and "
+            f"{bars['2'] / max(one_per_thread) - 1:.0%} above") in flat(gpus)
+    assert f"with one element a thread, {min(one_per_thread):.3f}-{max(one_per_thread):.3f})" in flat(gpus)
+    assert (f"7a's sits {min(values['7a', 'solution']) / bars['7a'] - 1:.0%} under the solution's slowest run and "
+            f"{bars['7a'] / max(values['7a', 'scalar_7a']) - 1:.0%} above") in flat(gpus)
+    above, under = max(values["7b", "unfused_7b"]) * 1.1, min(values["7b", "solution"]) / 1.1
+    assert above > under and f"10% above its fastest run ({above:.3f}) lies above 10% under the fused solution's " \
+        f"slowest ({under:.3f})" in flat(gpus)
 
 # ------------------------------------------------------------------------- figures still waiting for their GPU run
 
