@@ -62,6 +62,12 @@ def _bytes_explain_little(s: Signature, b: Signature) -> bool:
     return extra_at_peak_us <= 0.1 * (s.time_us - b.time_us)   # False where a figure is NaN
 
 
+# The stalls of warps waiting on shared memory: to issue to its pipe (mio throttle), or for the data of a load
+# from it (short scoreboard). A conflict's extra wavefronts show as one or the other; NVIDIA's Nsight Compute
+# developers read these two stalls to tell whether conflicts limit a kernel at all.
+SHARED_PIPE_STALLS = ("mio throttle", "short scoreboard")
+
+
 def _moves_more_in_more_kernels(s: Signature, b: Signature) -> bool:
     """The launch makes more kernels and moves at least 15% more bytes than the rung beside it: a pass split
     into a kernel of its own (7b unfused: 633 MB in two kernels against 516 MB in one, assets/profiles/H100/7b)."""
@@ -95,8 +101,11 @@ CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
                _on_the_gpu(lambda s, b: max(s.ld_sectors_per_request, s.st_sectors_per_request) >= 16
                            and _top_stall(s) in ("lg throttle", "drain"))),
     Constraint("bank-conflicts", "shared-memory accesses split into several wavefronts, served one after another",
-               "smem ld ways (1 is conflict-free, 32 is every lane on one bank) and the mio throttle stall",
-               _on_the_gpu(lambda s, b: s.shared_ld_ways >= 8)),
+               "smem ld ways (1 is conflict-free, 32 is every lane on one bank) and the top stall: mio throttle or "
+               "short scoreboard, warps waiting on the shared-memory pipe",
+               # conflicts cost time only where the warps wait on that pipe: 10a's solution loads with 9.5-way
+               # conflicts at 74% of DRAM's peak, waiting on global loads (assets/profiles/H200/10a)
+               _on_the_gpu(lambda s, b: s.shared_ld_ways >= 8 and _top_stall(s) in SHARED_PIPE_STALLS)),
     Constraint("extra-memory-passes", "memory is busy, but with more bytes than the operation needs: "
                "intermediates go to memory and come back",
                "DRAM% high while the rung beside it, which moves fewer bytes, takes far less time; for a launch of "
