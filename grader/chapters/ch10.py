@@ -571,8 +571,8 @@ def _meta_inputs(case: Decode, device: str):
 # ------------------------------------------------------------------------------------------ 10.P, diagnose
 
 # Two profiles of 10b's rungs recorded on an H200 (assets/profiles/H200/10b, by assets/results/gpu_measure.sh
-# ch10 profile); the learner names what binds the first and the rung that relieves it. The answer key is checked
-# against the recorded numbers by tests/profiling/test_diagnose.py once they are recorded.
+# ch10 profile); the learner names what binds the first and the rung that relieves it. tests/profiling/
+# test_diagnose.py checks the answer key, and the figures `why` quotes, against the recorded numbers.
 DIAGNOSE = Case(
     key="10.P", exercise="10b", rung="unsplit", beside="solution", binding="too-few-programs",
     next_rung="split each sequence's tokens across several programs and merge their partial results",
@@ -580,9 +580,11 @@ DIAGNOSE = Case(
              "split each sequence's tokens across several programs and merge their partial results",
              "store the cache in fp8"),
     why="One program per (sequence, KV head) is 32 programs at 10b's size, under one for each of the 132 SMs: "
-        "most SMs have nothing to run, and DRAM is far from busy though every byte of the cache is needed. "
-        "Wider loads or a larger tile change what each busy SM does, not how many are busy; fp8 halves the bytes "
-        "but not the idle SMs. Splitting the long sequence's tokens gives every SM programs to run.",
+        "0.06 waves, most SMs with nothing to run, and DRAM at 4% of its peak though every byte of the cache is "
+        "needed; split, the same cache keeps DRAM at 62% over 3.88 waves. Wider loads or a larger tile change what "
+        "each busy SM does, not how many are busy; fp8 halves the bytes but not the idle SMs. Splitting the long "
+        "sequence's tokens gives every SM programs to run. Its shared loads are 9.6-way, but neither shared-memory "
+        "stall (mio throttle, short scoreboard) is its top one: the conflicts are not what its warps wait on.",
     gpu="H200")
 
 

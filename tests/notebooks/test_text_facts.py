@@ -973,6 +973,12 @@ PROFILE_QUOTES = [
                                             ("time_us", "in {:,.0f} µs")]),
     ("09", "profile-md", "9b", "fp16_tiles", [("tensor_pipe_pct", "about as busy, {:.0f}%"),
                                               ("time_us", "for {:,.0f} µs")]),
+    ("10", "profile-md", "10b", "solution", [("dram_pct", "the split solution keeps it at {:.0f}% of DRAM peak"),
+                                             ("time_us", "the split kernel's {:,.0f} µs"),
+                                             ("waves_per_sm", "the split solution's {:.2f}")]),
+    ("10", "profile-md", "10b", "unsplit", [("dram_pct", "unsplit rung at {:.0f}%"), ("time_us", "takes {:,.0f} µs"),
+                                            ("waves_per_sm", "programs are {:.2f} waves")]),
+    ("10", "profile-md", "10a", "solution", [("dram_pct", "the recorded solution keeps DRAM at {:.0f}% of its peak")]),
 ]
 
 
@@ -1254,6 +1260,35 @@ def test_chapter_9_curve_md_is_the_accumulator_record():
     assert within((low, high), span(promoted), 1)
     ratio_low, ratio_high = numbers(text, r"(\d+)-(\d+) times smaller at K = 16,384")
     assert within((ratio_low, ratio_high), span(r for _, r in data["readings"]), 0)
+
+
+def test_chapter_10_profile_md_quotes_the_recorded_programs_and_merge():
+    """profile-md: the unsplit rung's grid (one program per sequence and KV head) and the split solution's merge
+    kernel, its time and its share of the two kernels' time, as the recorded 10b launch holds them."""
+    from grader.profiling import recorded
+
+    text = chapter_cell("10", "profile-md")
+    unsplit, split = recorded.load("10b", "unsplit"), recorded.load("10b", "solution")
+    assert f"the unsplit rung's {math.prod(unsplit.grid)} programs" in text
+    merge_us = split.launch_time_us - split.time_us
+    assert split.launch_kernels == 2 and (f"The recorded merge kernel took {merge_us:.0f} µs, "
+                                          f"{merge_us / split.launch_time_us:.0%} of the two kernels' "
+                                          f"{split.launch_time_us:.0f} µs") in text
+
+
+def test_profiling_guide_quotes_the_10p_rungs():
+    """docs/profiling.md's paragraph on 10.P: the unsplit rung's programs, waves and DRAM%, the split solution's, and
+    the conflicted shared loads of the unsplit rung and of 10a's solution, from the recorded rungs."""
+    from grader.profiling import recorded
+
+    text = flat((ROOT / "docs" / "profiling.md").read_text())
+    unsplit, split, solution = (recorded.load("10b", "unsplit"), recorded.load("10b", "solution"),
+                                recorded.load("10a", "solution"))
+    assert (f"Its {math.prod(unsplit.grid)} programs are {unsplit.waves_per_sm:.2f} waves of what the GPU holds at "
+            f"once, with DRAM at {unsplit.dram_pct:.0f}% of its peak; split into {split.grid[2]} chunks a sequence, "
+            f"the same cache keeps DRAM at {split.dram_pct:.0f}% over {split.waves_per_sm:.2f} waves") in text
+    assert (f"{unsplit.shared_ld_ways:.1f}-way for the unsplit rung and {solution.shared_ld_ways:.1f}-way for 10a's "
+            f"solution at {solution.dram_pct:.0f}% of DRAM's peak") in text
 
 
 def test_chapter_7_profile_md_reads_the_l2_and_limiter_columns_of_the_recorded_rungs():
