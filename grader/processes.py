@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass
 
 PR_SET_CHILD_SUBREAPER = 36   # linux/prctl.h
+PR_GET_CHILD_SUBREAPER = 37
 # The processes torch starts for itself, by a path in their command lines: Inductor's compile-worker pool
 # (`torch/_inductor/compile_worker/__main__.py`, started on the first compile in a process and kept for the
 # next, with its workers below it).
@@ -94,6 +95,18 @@ def become_subreaper() -> bool:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def is_subreaper() -> bool:
+    """Whether this process adopts what is orphaned below it (become_subreaper)."""
+    if not supported():
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        flag = ctypes.c_int(0)
+        return libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0 and flag.value != 0
     except (OSError, AttributeError):
         return False
 

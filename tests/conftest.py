@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import expected_skips  # noqa: E402  (tests/, put on the path just above)
 import parallel  # noqa: E402
+import grader.notebooks  # noqa: E402,F401  (before nbformat: grader/notebooks/__init__.py says why)
 
 
 def _has_gpu() -> bool:

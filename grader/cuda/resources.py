@@ -89,16 +89,24 @@ def assemble_report(ptx: str, gpu_name: str, ptxas: str) -> dict[str, Usage]:
         return parse_report(_kept_report(ptx, gpu_name, ptxas).read_text())
     except OSError:
         pass
+    return parse_report(assemble(ptx, gpu_name, ptxas)[1])
+
+
+def assemble(ptx: str, gpu_name: str, ptxas: str) -> tuple[bytes, str]:
+    """(the object, the report) of `ptxas --verbose` on `ptx` for `gpu_name`; the report is kept for
+    `assemble_report` (grader.cuda.crosscompile makes this Triton's last stage, so that a cross-compile runs
+    ptxas once)."""
     with tempfile.TemporaryDirectory(prefix="ladder_ptxas_") as tmp:
         src = Path(tmp) / "kernel.ptx"
         src.write_text(ptx)
         proc = subprocess.run([ptxas, "--verbose", f"--gpu-name={gpu_name}", str(src), "-o", str(Path(tmp) / "k.o")],
                               capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise LadderError(f"ptxas could not assemble the PTX for {gpu_name}: {proc.stderr.strip()[:2000]}")
+        if proc.returncode != 0:
+            raise LadderError(f"ptxas could not assemble the PTX for {gpu_name}: {proc.stderr.strip()[:2000]}")
+        binary = (Path(tmp) / "k.o").read_bytes()
     report = proc.stdout + proc.stderr
     _keep_report(ptx, gpu_name, ptxas, report)
-    return parse_report(report)
+    return binary, report
 
 
 def launch_problems(usage: Usage, arch: Arch, threads: int, dynamic_shared: int = 0) -> list[str]:

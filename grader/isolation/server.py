@@ -171,6 +171,11 @@ def main() -> None:
         __import__(name)
     send(sock, "ready")
     serve(sock)
+    # Every check is over and ended (serve): out without the interpreter's teardown of torch's modules, about a
+    # second of CPU, in every process that grades.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

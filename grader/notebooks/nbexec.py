@@ -53,6 +53,7 @@ from traitlets import Bool, Integer
 
 from .. import chapters, config, processes
 from ..isolation import hung, isolate, rules
+from . import warm_kernels
 from .ahead import ChecksAhead, ChecksInSessions
 from ..learner.cells import grade_id as _grade_id
 from ..learner.cells import chapter_of, is_autograded_test, is_learner_cell, learner_cells
@@ -157,6 +158,12 @@ class LadderExecute(Execute):
         help="How many times a fresh kernel is started after one dies or hangs. The next death "
              "after that ends the run: the remaining code cells are marked not run.",
     ).tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        # Kernels forked from a process that imported torch once (grader.notebooks.warm_kernels): about three seconds
+        # of CPU less for every kernel a check or a grading starts. nbgrader's Execute sets its own default here.
+        kwargs.setdefault("kernel_manager_class", warm_kernels.WarmKernelManager)
+        super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources=None, km=None):
         # As ExecutePreprocessor.preprocess, with the loop over cells guarded cell by cell.
@@ -413,7 +420,7 @@ class LadderExecute(Execute):
         kernel = self._kernel_pid() if self.km is not None else None
         if kernel is not None:
             self.ended += processes.end_tree(kernel, include_root=False)
-        grader_own = self._others | self._kernels | {isolate.server_pid()}
+        grader_own = self._others | self._kernels | {isolate.server_pid(), warm_kernels.server_pid()}
         self.ended += processes.end_all(processes.adopted(exclude=grader_own))
 
     def _discard_kernel(self, now: bool = True) -> None:
@@ -485,14 +492,18 @@ class LadderExecute(Execute):
             self._note_outcome(cell, index, lost=True)
             crash = self._record_loss(exc, cell, index)
             self.lost.append(index)
-            self._recover(index)
+            last = not any(_is_code(later) for later in self.nb.cells[index + 1:])
+            if not last:   # a fresh kernel only where a cell is left to run in it
+                self._recover(index)
             if crash.kind == "died":
                 ename = DIED
                 evalue = f"the notebook's kernel died while running this cell: {crash.detail}."
             else:
                 ename = TIMED_OUT
                 evalue = f"this cell {crash.detail}, so its kernel was shut down."
-            if self.stopped is None:
+            if last:
+                evalue += " It was the notebook's last code cell."
+            elif self.stopped is None:
                 evalue += (" A fresh kernel ran the cells before this one again and went on with "
                            "the next cell; names this cell would have defined do not exist there.")
             else:

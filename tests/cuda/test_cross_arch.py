@@ -9,10 +9,12 @@ seconds per chapter and architecture (minutes for sm_75, where tl.dot becomes sp
 they are marked slow; Triton's cache and LADDER_CACHE_DIR make a second run fast.
 """
 
+import contextlib
 import re
 from functools import lru_cache
 
 import pytest
+import torch
 
 from grader.chapters import ch05
 from grader.cuda import archs, crosscompile
@@ -215,3 +217,43 @@ def test_chapter5_keeps_exactly_the_configurations_that_fit(arch, capsys):
     assert len(kept) >= 2
     if arch.max_shared_per_block <= 99 * 1024:
         assert sum(1 for c in kept if c.kwargs["BLOCK_M"] * c.kwargs["BLOCK_N"] >= 128 * 128) >= 2
+
+
+# ------------------------------------------------------------------------- one assembly a variant
+
+def test_a_cross_compile_assembles_each_kernel_once_and_keeps_its_cache_entries_apart(tmp_path, monkeypatch):
+    """Triton's own last stage (its ptxas run) is replaced by the assembly whose report the builds read
+    (grader.cuda.resources.assemble): ptxas runs once a variant. The cubin of that stage is ptxas's without Triton's
+    options, so the compile's cache entry is a different one from a plain compile's of the same kernel."""
+    import triton
+    import triton.language as tl
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    real_make_cubin = CUDABackend.make_cubin
+
+    @triton.jit
+    def scale(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("LADDER_CACHE_DIR", str(tmp_path / "ladder"))
+    assembled = []
+    real = crosscompile.assemble
+    monkeypatch.setattr(crosscompile, "assemble", lambda *a: assembled.append(a[1]) or real(*a))
+
+    def refuse(*_):
+        raise AssertionError("Triton ran its own ptxas in a cross-compile")
+
+    monkeypatch.setattr(CUDABackend, "make_cubin", refuse)
+    x = torch.empty(1000)
+    arch = archs.by_name("sm_80")
+    launch = crosscompile.RecordedLaunch("scale", scale, (x, 1000), {"BLOCK": 256}, ())
+    (build,) = crosscompile.build(launch, arch)
+    assert assembled == ["sm_80"] and build.usage.registers > 0
+    entries = {p.name for p in (tmp_path / "triton").iterdir()}
+    # The same kernel compiled without the replaced stage (Triton's own ptxas) is not the cross-compile's cache entry.
+    monkeypatch.setattr(CUDABackend, "make_cubin", real_make_cubin)
+    monkeypatch.setattr(crosscompile, "_assembled_by_report", lambda arch: contextlib.nullcontext())
+    plain = crosscompile.compile_kernel(scale, (x, 1000), {"BLOCK": 256}, arch)
+    assert plain.asm["cubin"] and {p.name for p in (tmp_path / "triton").iterdir()} - entries
