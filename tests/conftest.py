@@ -26,7 +26,7 @@ HAS_GPU = _has_gpu()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """Without a GPU, one worker process per core (tests/parallel.py says why and how)."""
+    """Without a GPU, one worker process per core and one more (tests/parallel.py says why and how)."""
     parallel.choose_workers(config, HAS_GPU)
 
 
@@ -146,11 +146,22 @@ def root() -> Path:
     return ROOT
 
 
-def ladder_check(*notebooks, timeout: float = 1800) -> tuple[int, dict]:
-    """`ladder check --json` on notebooks, in a fresh process: (exit code, the JSON report)."""
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "check", "--json", *map(str, notebooks)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=timeout)
-    return proc.returncode, json.loads(proc.stdout)
+def ladder_check(*notebooks) -> tuple[int, dict]:
+    """`ladder check --json` on notebooks: (exit code, the JSON report). The command's own `main` runs in this test
+    process, from the repository's root, as the exploit suite runs `ladder check`'s executor: the notebooks' kernels
+    come from this process's kernel server. Why not a process of its own: its imports and a kernel server of its own
+    cost about 3 s of CPU a call, for nothing the reports depend on. The command as a process, its exit status and
+    its streams, is tested where that is the subject (tests/test_cli_bad_input.py, tests/isolation/)."""
+    import contextlib
+    import io
+    import warnings
+
+    from grader import cli
+
+    out = io.StringIO()
+    with contextlib.chdir(ROOT), contextlib.redirect_stdout(out), warnings.catch_warnings():
+        code = cli.main(["check", "--json", *map(str, notebooks)])
+    return code, json.loads(out.getvalue())
 
 
 def cells_by_id(notebook: dict) -> dict:
@@ -158,9 +169,9 @@ def cells_by_id(notebook: dict) -> dict:
     return {c["grade_id"]: c for c in notebook["cells"]}
 
 
-def ladder_check_one(nb, timeout: float = 1800) -> tuple[int, dict, dict]:
+def ladder_check_one(nb) -> tuple[int, dict, dict]:
     """`ladder check` on one notebook: (exit code, its report, its cells keyed by grade_id)."""
-    code, report = ladder_check(nb, timeout=timeout)
+    code, report = ladder_check(nb)
     (notebook,) = report["notebooks"]
     return code, notebook, cells_by_id(notebook)
 

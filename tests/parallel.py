@@ -1,4 +1,5 @@
-"""How the suite runs in parallel: pytest-xdist, one worker process per core, on a machine with no GPU.
+"""How the suite runs in parallel: pytest-xdist, one worker process per core and one more, on a machine with
+no GPU.
 
 Why a default rather than a flag: the README's test command stays `pytest`, and CI runs exactly that.
 On a GPU the suite runs in one process, because its speed checks time the GPU and two at once would
@@ -61,8 +62,11 @@ def choose_workers(config, has_gpu: bool) -> None:
 
 
 def auto_workers() -> int:
-    """One worker per core this process may use."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    """One worker per core this process may use, and one more. Why the one more: a quarter of a 2-core run's CPU
+    sat idle with one worker a core, while tests waited out what they test (a hung cell's time limit, a kernel's
+    interrupt, a batch job's start, a server's); a third worker's tests run in those waits."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores + 1
 
 
 def _shared_fixtures(item) -> list[str]:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU measurement recorded under assets/results/, one subcommand each, on a GPU machine that has
-# torch, Triton and CuPy. Where it has no Jupyter stack and no network, carry the stack as wheels in .whl/
+# torch, Triton and CuPy. Where it has no Jupyter stack and no network, put the stack's wheels in .whl/
 # (and dask, distributed and dask-cuda in .whl-dask/ for `class` on several GPUs, with py-spy for
 # class-grading/run.sh's `profile`), downloaded with
 # shared/tools/offline-wheels.sh; they are installed into /tmp/site first.
@@ -86,8 +86,8 @@ if [ -d .whl ]; then
     # dask-cuda 0.x imports what distributed no longer has: say so here, not as `ladder grade --gpus`'s
     # "needs dask_cuda" minutes later
     if [ ${#extra_wheels[@]} -gt 0 ] && ! PYTHONPATH=/tmp/site python3 -c "import dask_cuda" 2>/tmp/dask_cuda.err; then
-      echo "the carried dask-cuda does not import with the carried distributed ($(tail -1 /tmp/dask_cuda.err));" \
-           "carry dask-cuda 26.x (it needs only --no-deps here)"; exit 1
+      echo "the dask-cuda in .whl-dask/ does not import with its distributed ($(tail -1 /tmp/dask_cuda.err));" \
+           "put dask-cuda 26.x there (it needs only --no-deps here)"; exit 1
     fi
     python3 -m ipykernel install --user --name python3 >/dev/null || exit 1
     touch /tmp/site/.ladder-wheels   # once a machine: the steps that `lanes` runs side by side share it
@@ -106,7 +106,7 @@ case "$step" in
   calibrate)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/nvidia-smi.txt"
     start=$(date +%s.%N)
-    # CALIBRATE_S: stop in time for the records to come back from a device call (the rungs finished are printed)
+    # CALIBRATE_S: stop in time for the records to be written within a command's time limit (the rungs finished are printed)
     timeout "${CALIBRATE_S:-86400}" python3 -m grader.cli calibrate ${1:+--chapters "$1"} ${BARS:+--bars "$BARS"} \
       ${GPUS:+--gpus "$GPUS"} --runs "${RUNS:-10}" --out "$out/bars-override.toml" \
       2>"$out/progress.txt" | tee "$out/calibrate.txt" || rc=1
@@ -169,7 +169,7 @@ case "$step" in
       [ -e "$dir/left.txt" ] && { echo "left:"; cat "$dir/left.txt"; }
     done | tee "$out/lanes.txt"
     [ -s "$out/queue.txt" ] && { echo "left in the queue:"; cat "$out/queue.txt"; } | tee "$out/queue-left.txt"
-    # Many small files do not all come back from a device call: one archive, and the summary beside it.
+    # Many small files are hard to copy off the machine: one archive, and the summary beside it.
     pack && rm -rf "$out"/lane[0-9]*
     ;;
   nbval)
@@ -244,7 +244,7 @@ EOF
         extra=(--gpus "$gpus")
     fi
     start=$(date +%s.%N)
-    # CLASS_LIMIT_S: stop the grading in time for the records to be written within one device call
+    # CLASS_LIMIT_S: stop the grading in time for the records to be written within the command's time limit
     timeout "${CLASS_LIMIT_S:-86400}" python3 -m grader.cli grade "$out/subs" --assignment "$chapter" \
         --workspace "$out/ws" "${extra[@]}" > "$out/grade.txt" 2> "$out/grade.stderr"
     rc=$?
@@ -522,7 +522,7 @@ for nb in r['notebooks']:
     python3 $here/timing-integrity/device-accounting/probe_trace.py > "$out/probe.jsonl" || rc=1
     ;;
   top-rungs)
-    # One device call of at most 600 s holds all four, the graded exercises (4c, 6b) first; each chapter's
+    # One command of at most 600 s holds all four, the graded exercises (4c, 6b) first; each chapter's
     # limit and options fit that: three timings of each extra variant, and of each 6-stretch-fast case.
     declare -A limit=([03]=100 [04]=95 [05]=140 [06]=215)
     declare -A opts=([03]="--variant-runs 1" [04]="--variant-runs 1" [05]="--budget 115" [06]="--budget 160 --fast-runs 3")

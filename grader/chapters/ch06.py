@@ -61,7 +61,7 @@ from ..harness.exercise import (
 from ..harness.quiet import captured_stderr
 from ..harness.timing import bench
 
-SPEED_SIZE = (4, 16, 4096, 64)        # (B, H, N, D): the timing size
+SPEED_SIZE = (4, 16, 4096, 64)        # (B, H, N, D): the chapter's timing size
 # 6-causal's count of executed tensor-core work, at COUNT_SIZE (N as at the timing size, fewer
 # heads). Tiles of BLOCK_M query rows that skip the key tiles past their last row do (1 + BLOCK_M/N)/2
 # of the multiply-adds of the whole N x N product: 50.8% for 64-row tiles, 56.3% for 512-row tiles at

@@ -5,7 +5,7 @@ the scores from nbgrader's gradebook, each graded cell's verdict and reason from
 (grader.notebooks.check.grade_cells, the rules `ladder check --json` uses), each speed from the record
 a speed cell's report ends with (grader.harness.results.SpeedResult.as_record), the run from the journal
 (grader.classgrade.journal) and the record of students not graded (grader.classgrade.record). The recorded
-rungs a speed is set beside are the calibration runs kept in assets/results/*/ (`calibrate.py`).
+rungs a speed is set beside are the calibration runs kept in assets/results/*/ (written by `ladder calibrate`).
 
 Figures are matplotlib PNGs inlined as base64 and the page comes from a Jinja2 template
 (report.html.j2), so it opens from disk in any browser: no server, no network, no script.
@@ -45,7 +45,7 @@ INTEGRITY = ("kernel-unused", "library-compute", "swallowed-error", "stray-threa
              "too-fast", "l2-persist")
 LEADERBOARD_NAMES = ("names", "initials", "none")
 LEADERBOARD_SIZE = 10
-# The calibration runs behind bars.toml (assets/results/calibrate*.py write them), beside the package as the
+# The calibration runs behind bars.toml (`ladder calibrate` writes them), beside the package as the
 # recorded profiles are (grader.profiling.recorded); an installed copy without them shows no rungs.
 RESULTS = Path(__file__).resolve().parents[2] / "assets" / "results"
 CALIBRATIONS = "**/*calibration*.json"

@@ -22,6 +22,7 @@ from ..notebooks.check import failed_cells
 from ..notebooks.course import SOURCE_DIR, assignments, repo_root
 from ..notebooks.recognise import course_root, recognise
 from . import schedule, task
+from .batchjobs import BatchJobs
 from .cluster import RESOURCE, Starting, Where, dashboard
 from .export import write_cells, write_grades
 from .identity import bars_bytes, files_sha256, folder_files, grader_sha256, sha256
@@ -31,6 +32,8 @@ from .record import Workspace
 
 
 JOB_LOGS = "jobs"   # in the workspace: each batch job's output (--cluster)
+# How long a run with no worker waits before it asks the batch system whether its jobs are still there.
+WORKER_WAIT_S = 5
 
 
 def source_notebook(root: Path, assignment: str) -> Path:
@@ -163,8 +166,10 @@ def grade(submissions: Path, assignment: str, workspace: Path, csv_path: Path | 
                 echo(f"Dask: {len(client.scheduler_info().get('workers', {}))} worker(s) at "
                      f"{client.scheduler.address}" + (f"; dashboard: {link}" if link else
                                                       " (pip install bokeh for its dashboard)"))
+                batch = (BatchJobs.of(client, where.cluster.lower(), where.cluster_options.get("log_directory"))
+                         if where.cluster else None)
                 grades += _on_dask(client, schedule.longest_first(jobs, recorded), ws, shown, where.retries,
-                                   all_handed_out=starting.stop_soon)
+                                   all_handed_out=starting.stop_soon, batch=batch)
         finally:
             shown.close()
             if starting is not None:
@@ -259,13 +264,28 @@ def _takes_n_workers(client) -> bool:
     return "n_workers" in inspect.signature(client.scheduler_info).parameters
 
 
+def _no_worker_will_come(client, batch: BatchJobs | None) -> bool:
+    """Wait a while for a worker: True only where none came and the batch system says every job of the run has
+    ended (they died before their workers joined: a missing python, a prologue that failed). Without batch jobs (a
+    local cluster, a scheduler given by address) a worker may still join: waited for as long as it takes."""
+    if batch is None:
+        client.wait_for_workers(1, timeout=None)
+        return False
+    try:
+        client.wait_for_workers(1, timeout=WORKER_WAIT_S)
+        return False
+    except TimeoutError:
+        return batch.all_ended() and _gpu_slots(client) == 0
+
+
 def _on_dask(client, order: list[tuple[StudentJob, int]], ws: Workspace, shown: Progress,
-             retries: int, all_handed_out=None) -> list[StudentGrade]:
+             retries: int, all_handed_out=None, batch: BatchJobs | None = None) -> list[StudentGrade]:
     """Grade on Dask's workers, in `order` (grader.classgrade.schedule: the longest expected first, each with its
     Dask priority). This process is the queue: it keeps at most one student per GPU the workers
     offer in flight, so that a worker never holds a second student waiting (Dask would count a worker's
     death against every task assigned to it) and the table of who runs where is exact. `all_handed_out()` is
-    called once every student has come back from the workers for good, before the last are recorded."""
+    called once every student has come back from the workers for good, before the last are recorded. Where every
+    batch job of `batch` ended with no worker left, the students not yet graded get a row saying why."""
     from collections import deque
 
     from distributed import KilledWorker, wait
@@ -290,9 +310,18 @@ def _on_dask(client, order: list[tuple[StudentJob, int]], ws: Workspace, shown: 
 
     while queue or pending:
         fill(_gpu_slots(client) - len(pending))
-        if not pending:   # workers still starting (batch jobs in a queue): wait for a GPU to appear
-            client.wait_for_workers(1, timeout=None)
-            continue
+        if not pending or (batch is not None and _gpu_slots(client) == 0):
+            # workers still starting (batch jobs in a queue): wait for a GPU to appear, unless none ever will
+            if _no_worker_will_come(client, batch):
+                why = batch.message()
+                for future in pending:
+                    future.cancel()
+                for job, _ in [*queue, *pending.values()]:
+                    grades.append(_failed(job, why))
+                    shown.finished(grades[-1])
+                break
+            if not pending:
+                continue
         try:
             done = wait(list(pending), timeout=2, return_when="FIRST_COMPLETED").done
         except TimeoutError:

@@ -94,6 +94,8 @@ def _student_environment(job: StudentJob, scratch: Path):
 def _note_attempt(job: StudentJob) -> None:
     """Tell the Dask scheduler where this attempt runs: the coordinator shows it, and when a worker dies
     mid-student, the earlier attempts say where it died (grader.classgrade.run)."""
+    if "distributed" not in sys.modules:
+        return   # not on a Dask worker, which imported it to start: nothing to import (0.3 s and NVML's bindings)
     try:
         from distributed import get_worker
 

@@ -15,11 +15,8 @@ tensors, a broken CUDA context) can reach it. docs/isolation.md describes the de
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -40,36 +37,13 @@ def check_cell(nb, grade_id: str, timeout_s: float | None = None, cwd: str | Non
                          cwd or (str(path.parent) if path else None))
 
 
-class _Server:
+class _Server(server.Started):
     """This process's handle on its fork server (grader.isolation.server), started on the first check
     and kept for the process's life, ended at its exit; started again if it died."""
 
     def __init__(self):
-        import socket
-
-        mine, theirs = socket.socketpair()
-        self.proc = subprocess.Popen([sys.executable, "-m", "grader.isolation.server", str(theirs.fileno())],
-                                     pass_fds=(theirs.fileno(),), env=_environ(), stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        theirs.close()
-        self.sock = mine
+        super().__init__("grader.isolation.server", _environ())
         self.lock = threading.Lock()
-        # Why: left to the interpreter's end, the server's Popen and socket were collected while it still ran, and
-        # every `ladder grade` on one GPU ended with two ResourceWarnings on its stderr. Closing our end is what
-        # ends the server (it returns on EOF, grader.isolation.server.serve).
-        atexit.register(self.close)
-        if server.receive(self.sock) != "ready":
-            raise RuntimeError("the grader's fork server did not start")
-
-    def close(self) -> None:
-        """End the fork server: close this process's end of its socket and wait for it (kill it after 10 s)."""
-        atexit.unregister(self.close)
-        self.sock.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
     def fork(self, request: server.Fork) -> tuple[int, int]:
         """(pid, read end of the verdict's pipe) of a verifier forked for `request`."""
@@ -104,7 +78,7 @@ _SERVER_LOCK = threading.Lock()   # checks may be asked for from several threads
 def _server() -> _Server:
     global _SERVER
     with _SERVER_LOCK:
-        if _SERVER is None or _SERVER.proc.poll() is not None:
+        if _SERVER is None or not _SERVER.alive():
             if _SERVER is not None:   # it died: its socket is closed and its exit collected
                 _SERVER.close()
             _SERVER = _Server()
@@ -370,4 +344,4 @@ def _read(path: str) -> str:
 def server_pid() -> int | None:
     """The pid of this process's fork server, where one runs: a child of this process in a session of its own
     that is the grader's, not a learner's (grader.notebooks.nbexec ends those)."""
-    return _SERVER.proc.pid if _SERVER is not None and _SERVER.proc.poll() is None else None
+    return _SERVER.proc.pid if _SERVER is not None and _SERVER.alive() else None

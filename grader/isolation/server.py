@@ -28,11 +28,13 @@ it is ended.
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import signal
 import socket
 import struct
+import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -81,6 +83,39 @@ def receive(sock: socket.socket, with_fd: bool = False):
         data += chunk
     obj = pickle.loads(data)
     return (obj, fds[0] if fds else None) if with_fd else obj
+
+
+class Started:
+    """The asking process's handle on a fork server of its own (this one, or grader.notebooks.warm_kernels'):
+    `python [OPTIONS] -m MODULE FD` in a session of its own, with the other end of a socket pair, ready once it says
+    so; ended at this process's exit, or sooner by `close`."""
+
+    def __init__(self, module: str, env: dict, cwd: str | None = None, options: tuple[str, ...] = ()):
+        mine, theirs = socket.socketpair()
+        self.proc = subprocess.Popen([sys.executable, *options, "-m", module, str(theirs.fileno())],
+                                     pass_fds=(theirs.fileno(),), env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        theirs.close()
+        self.sock = mine
+        # Why: left to the interpreter's end, the server's Popen and socket were collected while it still ran, and
+        # every `ladder grade` on one GPU ended with two ResourceWarnings on its stderr. Closing our end is what
+        # ends the server (it returns on EOF).
+        atexit.register(self.close)
+        if receive(self.sock) != "ready":
+            raise RuntimeError(f"{module} did not start")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """End the server: close this process's end of its socket and wait for it (kill it after 10 s)."""
+        atexit.unregister(self.close)
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 _ENDED: dict[int, int] = {}   # pid -> wait status, for verifiers that ended
@@ -165,10 +200,23 @@ def _serve(sock: socket.socket) -> None:
         asking_end.close()
 
 
+def freeze_heap() -> None:
+    """Move every object the preloaded imports made out of the cyclic collector's reach, before the first fork.
+    Why: a forked process shares the server's pages until it writes to one, and each full collection in it (IPython
+    runs one when its kernel exits, a check runs one between checks) writes to every object's header. On torch's heap,
+    about 260,000 objects, that costs a forked kernel 0.1 to 0.2 s of CPU a collection, and copies the pages. What
+    the preloaded modules hold lives as long as the process anyway (CPython's documented use of gc.freeze)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     for name in PRELOAD:
         __import__(name)
+    freeze_heap()
     send(sock, "ready")
     serve(sock)
     # Every check is over and ended (serve): out without the interpreter's teardown of torch's modules, about a

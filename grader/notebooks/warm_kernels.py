@@ -25,7 +25,6 @@ length-prefixed requests over a socket pair, with the asking process's standard 
 
 from __future__ import annotations
 
-import atexit
 import os
 import select
 import signal
@@ -35,14 +34,17 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty
 
-from jupyter_client import AsyncKernelManager
+from jupyter_client import AsyncKernelClient, AsyncKernelManager
 from jupyter_client.provisioning import LocalProvisioner
+from traitlets import DottedObjectName, Type
 
 from .. import processes
-from ..isolation.server import receive, send
+from ..isolation.server import Started, freeze_heap, receive, send
 
 # What a kernel imports before its first cell (ipykernel, its debugger, IPython) and what every chapter's setup cell
 # imports first (torch); none of them starts a thread or touches CUDA on import.
@@ -202,25 +204,54 @@ def _run_kernel(request: Launch, base: list[str]) -> None:
         for thread in threading.enumerate():
             if thread is not threading.main_thread() and not thread.daemon:
                 thread.join()
+        _end_control_thread()
         atexit._run_exitfuncs()
     finally:
         _flush_open_files()
         os._exit(code)
 
 
-def _flush_open_files() -> None:
-    """Write out what every file object still open holds in its buffer, as the interpreter's teardown does when it
-    closes them: a learner's cell that wrote to a file it never closed finds the whole file after `ladder check`."""
+def _open_files() -> list:
+    """The file objects the cyclic collector tracks (all but those the server froze, freeze_heap)."""
     import gc
     import io
 
-    for obj in gc.get_objects():
-        if isinstance(obj, (io.BufferedIOBase, io.TextIOBase)):
-            try:
-                if not obj.closed:
-                    obj.flush()
-            except Exception:   # a stream that cannot be written any more: nothing is left to write
-                pass
+    return [obj for obj in gc.get_objects() if isinstance(obj, (io.BufferedIOBase, io.TextIOBase))]
+
+
+# The file objects that existed before the server froze its heap, which gc.get_objects no longer lists: the kernel
+# flushes them at its exit as well as those opened later.
+_PRELOADED_FILES: list = []
+
+
+def _end_control_thread() -> None:
+    """End ipykernel's control thread before the exit functions run, while IOPub still carries what it sends. Why:
+    ipykernel's own exit function (IPKernelApp.close) stops the IOPub thread first and then waits for the control
+    thread, which may still be finishing the shutdown request it answered: its last flush then waits for an IOPub
+    that is gone, for ipykernel's flush timeout, and the kernel is killed before it exits. A started kernel rarely
+    meets it (its exit spends a tenth of a second collecting torch's objects first); a forked one, whose heap is
+    frozen, met it once in eight shutdowns."""
+    try:
+        from ipykernel.kernelapp import IPKernelApp
+
+        thread = IPKernelApp.instance().control_thread if IPKernelApp.initialized() else None
+    except Exception:   # another ipykernel: its exit is left as it is
+        return
+    if thread is not None and thread.is_alive():
+        thread.stop()
+        thread.join(timeout=5)
+
+
+def _flush_open_files() -> None:
+    """Write out what every file object still open holds in its buffer, as the interpreter's teardown does when it
+    closes them: a learner's cell that wrote to a file it never closed finds the whole file after `ladder check`."""
+    preloaded = [ref() for ref in _PRELOADED_FILES]
+    for obj in _open_files() + [f for f in preloaded if f is not None]:
+        try:
+            if not obj.closed:
+                obj.flush()
+        except Exception:   # a stream that cannot be written any more: nothing is left to write
+            pass
 
 
 def _exit_code(exc: SystemExit) -> int:
@@ -241,6 +272,8 @@ def main() -> None:
             __import__(name)
         except ImportError:   # an optional part (ipykernel's debugger needs debugpy): the kernel imports it, or not
             pass
+    _PRELOADED_FILES.extend(weakref.ref(f) for f in _open_files())
+    freeze_heap()
     send(sock, "ready")
     request = _serve(sock)
     if request is None:
@@ -304,28 +337,16 @@ class ForkedKernel:
         self.send_signal(signal.SIGKILL)
 
 
-class _Server:
+class _Server(Started):
     """This process's handle on its kernel server, started on the first kernel asked for in an environment, kept
     for the process's life and ended at its exit; started again if it died or the environment changed."""
 
     def __init__(self, environ: dict, options: list[str]):
-        mine, theirs = socket.socketpair()
         # The kernels' own environment and interpreter options, so that the flags an interpreter takes from them at
         # start (sys.flags) are the kernels'; started in the grader's folder, never a notebook's, whose `torch.py`
         # it would import.
-        root = str(Path(__file__).resolve().parents[2])
         self.key = (tuple(options), signature(environ))
-        self.proc = subprocess.Popen([sys.executable, *options, "-m", __name__, str(theirs.fileno())],
-                                     pass_fds=(theirs.fileno(),), env=dict(environ), cwd=root, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        theirs.close()
-        self.sock = mine
-        atexit.register(self.close)
-        if receive(self.sock) != "ready":
-            raise RuntimeError("the kernel server did not start")
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
+        super().__init__(__name__, dict(environ), cwd=str(Path(__file__).resolve().parents[2]), options=tuple(options))
 
     def launch(self, launch: Launch) -> ForkedKernel:
         # As jupyter_client's launcher: stdin a pipe this side holds, stdout and stderr this process's own
@@ -346,16 +367,6 @@ class _Server:
             os.close(stdin_w)
             raise RuntimeError(error)
         return ForkedKernel(pid, stdin_w)
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        finally:
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def _fd_ok(fd: int) -> bool:
@@ -436,9 +447,61 @@ class WarmProvisioner(LocalProvisioner):
         return self.connection_info
 
 
+class PromptKernelClient(AsyncKernelClient):
+    """jupyter_client's asynchronous client, but ready as soon as the kernel is: when the kernel has answered a
+    kernel_info request and IOPub has carried that request's idle status. Why: jupyter_client's own wait ends with
+    0.2 s in which IOPub must stay quiet, paid at every kernel start, although a kernel's startup messages all come
+    before the idle status of the first request it answers; the messages that are left are read here, as there."""
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
+        while True:
+            request = self.kernel_info()
+            try:
+                reply = await self.shell_channel.get_msg(timeout=1)
+            except Empty:
+                reply = None
+            if reply is not None and reply["msg_type"] == "kernel_info_reply" and await self._idle_after(request):
+                self._handle_kernel_info_reply(reply)
+                break
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+        while True:   # what IOPub still holds, read now that nothing more can come before the first cell
+            try:
+                await self.iopub_channel.get_msg(timeout=0)
+            except Empty:
+                break
+
+    async def _idle_after(self, request: str) -> bool:
+        """Whether IOPub carries the idle status of `request`. False where IOPub may not have been connected when the
+        kernel said it, and the kernel is to be asked again: at the kernel's welcome on IOPub (ipykernel sends it when
+        this client's subscription reaches it), or after 0.2 s without a message, as jupyter_client's wait."""
+        while True:
+            try:
+                msg = await self.iopub_channel.get_msg(timeout=0.2)
+            except Empty:
+                return False
+            if msg["msg_type"] == "iopub_welcome":
+                return False
+            if (msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
+                    and msg["parent_header"].get("msg_id") == request):
+                return True
+
+
 class WarmKernelManager(AsyncKernelManager):
     """The kernel manager of the notebooks the grader runs (grader.notebooks.nbexec): its kernels come from
-    `WarmProvisioner`, unless the kernel's spec names a provisioner of its own."""
+    `WarmProvisioner`, unless the kernel's spec names a provisioner of its own, and its clients are
+    `PromptKernelClient`s."""
+
+    client_class = DottedObjectName(f"{__name__}.PromptKernelClient", config=True)
+    client_factory = Type(PromptKernelClient, klass=AsyncKernelClient, config=True)
+
+    async def _async_finish_shutdown(self, waittime=None, pollinterval=0.1, restart=False):
+        # A kernel that exits on its shutdown request does so within tens of milliseconds (_run_kernel): looked for
+        # every 10 ms, not jupyter_client's 100.
+        await super()._async_finish_shutdown(waittime, min(pollinterval, 0.01), restart)
 
     async def _async_pre_start_kernel(self, **kw):
         if self.provisioner is None and not self.kernel_spec.metadata.get("kernel_provisioner"):

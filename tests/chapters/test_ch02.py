@@ -314,8 +314,8 @@ def test_every_student_builds_and_its_own_kernels_compile(name, tmp_path):
             assert compile_for_archs(src, function, ("sm_90",))
 
 
-def _check_json(*notebooks, timeout=1800):
-    return {nb["path"]: nb for nb in ladder_check(*notebooks, timeout=timeout)[1]["notebooks"]}
+def _check_json(*notebooks):
+    return {nb["path"]: nb for nb in ladder_check(*notebooks)[1]["notebooks"]}
 
 
 @pytest.mark.slow
@@ -356,7 +356,7 @@ def test_notebooks_on_a_cpu(tmp_path, graded_solution):
 def gpu_reports(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ch02")
     built = {name: build("ch02", "02_coalescing", name, tmp / f"{name}.ipynb") for name in STUDENTS if name != "correct"}
-    reports = _check_json(SOLUTION, *built.values(), timeout=3000)
+    reports = _check_json(SOLUTION, *built.values())
     return {"correct": cells_by_id(reports[str(SOLUTION)]), **{n: cells_by_id(reports[str(p)]) for n, p in built.items()}}
 
 

@@ -472,8 +472,8 @@ def test_every_student_builds_and_its_own_kernels_compile(name, tmp_path):
 
 # ------------------------------------------------------------------------ notebooks
 
-def _check_json(*notebooks, timeout=1800):
-    return {nb["path"]: nb for nb in ladder_check(*notebooks, timeout=timeout)[1]["notebooks"]}
+def _check_json(*notebooks):
+    return {nb["path"]: nb for nb in ladder_check(*notebooks)[1]["notebooks"]}
 
 
 @pytest.mark.slow
@@ -516,7 +516,7 @@ GPU_STUDENTS = ("stub", "naive_uncoalesced", "naive_coalesced", "smem_tile_32", 
 def gpu_reports(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ch03")
     built = {name: build("ch03", "03_tiling", name, tmp / f"{name}.ipynb") for name in GPU_STUDENTS}
-    reports = _check_json(SOLUTION, *built.values(), timeout=3600)
+    reports = _check_json(SOLUTION, *built.values())
     return {"correct": cells_by_id(reports[str(SOLUTION)]), **{n: cells_by_id(reports[str(p)]) for n, p in built.items()}}
 
 

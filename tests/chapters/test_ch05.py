@@ -492,7 +492,7 @@ def test_released_notebook_on_cpu_fails_every_graded_cell_with_not_implemented()
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_solution_passes_every_graded_cell():
-    code, nb, cells = ladder_check_one(NOTEBOOK, timeout=1800)
+    code, nb, cells = ladder_check_one(NOTEBOOK)
     assert code == 0, {k: v["error"] for k, v in cells.items() if not v["passed"]}
     assert nb["score"] == 15
 
@@ -510,7 +510,7 @@ def test_gpu_released_notebook_fails_every_graded_cell_with_not_implemented():
 @pytest.mark.parametrize("student, exercise, other_speed", [("naive_5a", "matmul", "fused-speed"),
                                                             ("unfused_5b", "fused", "matmul-speed")])
 def test_gpu_previous_rung_is_correct_but_below_the_bar(tmp_path, student, exercise, other_speed):
-    _, _, cells = ladder_check_one(build("ch05", "05_triton_matmul", student, tmp_path / f"{student}.ipynb"), timeout=1800)
+    _, _, cells = ladder_check_one(build("ch05", "05_triton_matmul", student, tmp_path / f"{student}.ipynb"))
     assert cells[f"{exercise}-visible"]["passed"] and cells[f"{exercise}-hidden"]["passed"]
     speed = cells[f"{exercise}-speed"]
     assert not speed["passed"] and "below the bar" in speed["error"]["evalue"], speed
@@ -520,7 +520,7 @@ def test_gpu_previous_rung_is_correct_but_below_the_bar(tmp_path, student, exerc
 @pytest.mark.gpu
 @pytest.mark.slow
 def test_gpu_wrong_student_fails_every_correctness_cell(tmp_path):
-    _, nb, cells = ladder_check_one(build("ch05", "05_triton_matmul", "wrong", tmp_path / "wrong.ipynb"), timeout=1800)
+    _, nb, cells = ladder_check_one(build("ch05", "05_triton_matmul", "wrong", tmp_path / "wrong.ipynb"))
     failed = {gid for gid, c in cells.items() if not c["passed"]}
     # 5a's kernel drops only a partial last K chunk, and 4096 has none: its speed cell passes. The
     # diagnosis is the solution's, which the wrong student leaves alone.

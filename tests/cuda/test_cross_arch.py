@@ -53,6 +53,8 @@ def test_every_solution_cuda_kernel_is_checked():
 
 @pytest.mark.parametrize("arch", CUDA_ARCHS)
 def test_every_cuda_kernel_compiles_except_cp_async_before_sm80(arch):
+    """The first test of an architecture's group, which compiles every CUDA kernel of the solutions for it through
+    NVRTC and ptxas (5 to 25 s on 2 cores; the other tests of the group read those builds)."""
     cp_async = find("cp.async", arch).present
     for name, build in cuda(arch).items():
         if "cp.async" in _source(name) and not cp_async:

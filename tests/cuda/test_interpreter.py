@@ -145,3 +145,27 @@ def test_the_gpu_casts_are_the_saturating_round_to_nearest_instructions(arch):
         (built,) = crosscompile.build(launch, archs.by_name(arch))
         ops.update(re.findall(r"cvt\.[\w.]*e4m3[\w.]*", built.ptx))
     assert set(ops) == {"cvt.rn.satfinite.e4m3x2.f32", "cvt.rn.satfinite.e4m3x2.f16x2"}, ops
+
+
+def test_each_types_numpy_type_is_the_interpreters_own():
+    """The type lookup `prepare()` installs (found once per scalar type) answers as Triton's own does, for scalars,
+    blocks, pointers and blocks of pointers, the second time from what it found the first, and refuses what
+    Triton's refuses."""
+    import triton.language as tl
+    from triton.runtime import interpreter as triton_interpreter
+
+    from grader.cuda import interpreter
+
+    interpreter.prepare()
+    installed = triton_interpreter._get_np_dtype
+    assert installed._ladder_looked_up
+    own = installed.__wrapped__
+    looked_up = interpreter._looked_up(own)
+    scalars = [tl.int1, tl.int8, tl.uint8, tl.int16, tl.int32, tl.int64, tl.uint64, tl.float16, tl.bfloat16,
+               tl.float32, tl.float64, tl.float8e4nv, tl.float8e5]
+    types = scalars + [tl.block_type(t, [4, 8]) for t in scalars] + [tl.pointer_type(tl.float16),
+                                                                     tl.block_type(tl.pointer_type(tl.int32), [16])]
+    for t in types * 2:
+        assert looked_up(t) == own(t), t
+    with pytest.raises(KeyError):
+        looked_up(tl.void)

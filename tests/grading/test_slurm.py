@@ -71,3 +71,30 @@ def test_a_job_slurm_refuses_stops_the_run_with_slurms_reason(tmp_path, slurm): 
             "submission failed: Requested node configuration is not available") in run.stderr, run.stderr[-2000:]
     assert "Traceback" not in run.stderr
     assert not (tmp_path / "ws" / "grades.csv").exists() and not slurm.run("squeue", "--noheader").strip()
+
+
+def test_jobs_that_end_before_their_workers_join_end_the_run_with_what_they_said(tmp_path, slurm):  # noqa: F811
+    """Batch jobs Slurm ran, but that ended before their Dask workers joined (a prologue that fails, as a missing
+    module or python would): dask-jobqueue never asks Slurm about them, and `ladder grade` waited for a worker for ever.
+    It asks Slurm (grader.classgrade.batchjobs), and each student gets a row that says what the jobs wrote."""
+    subs = make_class(tmp_path / "subs", {"first": "stub", "second": "stub"})
+    workspace = tmp_path / "ws"
+    env = dict(os.environ, **CLASS_ENV, **slurm.env, LADDER_CACHE_DIR=str(tmp_path / "cache"))
+    run = subprocess.run([sys.executable, "-m", "grader.cli", "grade", str(subs), "--assignment", ASSIGNMENT,
+                          "--workspace", str(workspace), "--cluster", "slurm", "--jobs", "2", "--no-progress",
+                          "--cluster-option", "job_script_prologue=['echo no python for the worker here >&2', "
+                                              "'exit 3']"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=180, check=False)
+    out = run.stdout + run.stderr
+    assert "Traceback" not in out, out[-3000:]
+
+    import csv
+
+    with open(workspace / "grades.csv") as fh:
+        rows = {row["student_id"]: row for row in csv.DictReader(fh)}
+    assert set(rows) == {"first", "second"}, out[-3000:]
+    for row in rows.values():
+        assert row["reason"] == "not-graded", row
+        assert "every slurm job of the run ended before its Dask worker joined" in row["reason_message"], row
+        assert "no python for the worker here" in row["reason_message"], row
+    assert not slurm.run("squeue", "--noheader").strip()

@@ -112,6 +112,8 @@ def test_cuda_exercises_without_cpu_mode_still_say_no_gpu(monkeypatch):
 
 
 def test_results_plot_draws_rates_and_refuses_mixed_units():
+    """Up to 30 s on a busy 2-core machine: the CPU timing loop behind the plotted result runs until its rounds
+    agree."""
     import matplotlib
     matplotlib.use("Agg")
     # measure_speed: the plot is the subject, and torch.mm against itself can land either side of a bar.

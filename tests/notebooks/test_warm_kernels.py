@@ -126,3 +126,93 @@ def test_a_forked_kernel_shut_down_runs_its_atexit_functions_and_exits_cleanly(t
     assert process.returncode == 0
     assert mark.read_text() == "ran"
     assert unclosed.read_text() == "buffered", "a file the learner never closed is written out, as at any exit"
+
+
+def test_a_file_open_before_the_server_froze_its_heap_is_written_out_at_exit(tmp_path):
+    """The kernel server freezes its heap before forking (gc.freeze: a forked kernel's collections then skip torch's
+    objects), and gc.get_objects no longer lists what it froze: the files open before the freeze are remembered and
+    flushed at a kernel's exit with those opened later."""
+    import gc
+    import weakref
+
+    before = open(tmp_path / "before.txt", "w")   # noqa: SIM115  (left open, as a learner might)
+    after = None
+    try:
+        warm_kernels._PRELOADED_FILES.append(weakref.ref(before))
+        gc.freeze()
+        assert not any(obj is before for obj in gc.get_objects()), "frozen objects are not listed"
+        after = open(tmp_path / "after.txt", "w")   # noqa: SIM115
+        before.write("opened before the freeze")
+        after.write("opened after it")
+        warm_kernels._flush_open_files()
+        assert (tmp_path / "before.txt").read_text() == "opened before the freeze"
+        assert (tmp_path / "after.txt").read_text() == "opened after it"
+    finally:
+        gc.unfreeze()
+        warm_kernels._PRELOADED_FILES.pop()
+        before.close()
+        if after is not None:
+            after.close()
+
+
+class _IOPub:
+    """An IOPub channel that holds the given messages, and records how long each read was allowed to wait."""
+
+    def __init__(self, messages):
+        self.messages, self.waits = list(messages), []
+
+    async def get_msg(self, timeout=None):
+        from queue import Empty
+
+        self.waits.append(timeout)
+        if not self.messages:
+            raise Empty
+        return self.messages.pop(0)
+
+
+def _status(state: str, parent: str) -> dict:
+    return {"msg_type": "status", "content": {"execution_state": state}, "parent_header": {"msg_id": parent}}
+
+
+@pytest.mark.parametrize("messages, ready", [
+    ([_status("busy", "ask"), _status("idle", "ask")], True),
+    ([{"msg_type": "iopub_welcome", "content": {}, "parent_header": {}}, _status("idle", "ask")], False),
+    ([_status("idle", "an earlier request"), _status("idle", "ask")], True),
+    ([_status("busy", "ask")], False),
+    ([], False),
+], ids=["idle", "welcome-first", "another-request-first", "no-idle", "silent"])
+def test_the_kernel_is_ready_when_iopub_carries_the_idle_of_its_kernel_info(messages, ready):
+    """PromptKernelClient: ready at the idle status of the kernel_info request it sent, never after a quiet period.
+    The kernel's welcome on IOPub means this client's subscription has just arrived, and what the kernel said before
+    may be lost: it asks again. Without any message, it asks again after 0.2 s, as jupyter_client does."""
+    import asyncio
+
+    client = warm_kernels.PromptKernelClient()
+    iopub = _IOPub(messages)
+    client._iopub_channel = iopub
+    assert asyncio.run(client._idle_after("ask")) is ready
+    assert set(iopub.waits) == {0.2}
+
+
+def test_a_started_kernel_leaves_nothing_on_iopub_before_the_first_cell(tmp_path, subreaper):
+    """After the prompt wait for readiness, IOPub holds nothing of the kernel's start: the first cell's messages are
+    the first read."""
+    import asyncio
+    from queue import Empty
+
+    async def start_and_look():
+        km = warm_kernels.WarmKernelManager(kernel_name="python3")
+        await km.start_kernel(cwd=str(tmp_path))
+        kc = km.client()
+        kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=60)
+            with pytest.raises(Empty):
+                await kc.iopub_channel.get_msg(timeout=0.3)
+            reply = await kc.execute_interactive("print('first')", timeout=60)
+            assert reply["content"]["status"] == "ok"
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel()
+
+    asyncio.run(start_and_look())

@@ -2,9 +2,9 @@
 # The class report of chapter 5's synthetic class (assets/results/class-grading/synthetic_class.py: 16 students),
 # graded on one GPU by `ladder grade`, and a Chromium screenshot of it.
 #
-# On the GPU machine, through the device tool's `run` with .whl carried (gpu_measure.sh env), in two calls on one
-# warm machine (the class takes longer than one call): the workspace stays in grading/ (ignored by git, so
-# kept between calls), and the second call grades only the second half, its journal skipping the first:
+# On the GPU machine, with the Jupyter stack from .whl/ (gpu_measure.sh env), in two commands on one
+# machine (the class takes longer than 600 s): the workspace stays in grading/ (ignored by git, so
+# kept between commands), and the second command grades only the second half, its journal skipping the first:
 #     bash assets/results/class-grading/class_report_gpu.sh grade 1 "$OUT"
 #     bash assets/results/class-grading/class_report_gpu.sh grade 2 "$OUT"
 # Each call leaves under $OUT: the report (report.html, with the feedback pages it links to), grades.csv,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Class grading on 1, 2 and 4 GPUs of one machine: throughput, per-student cost, scores. Through the device
-# tool's `run` on nvidia-h100-x4 with .whl and .whl-dask carried (assets/results/gpu_measure.sh says how the
+# Class grading on 1, 2 and 4 GPUs of one machine: throughput, per-student cost, scores. On a machine of
+# four GPUs, with the wheels in .whl/ and .whl-dask/ (assets/results/gpu_measure.sh says how the
 # dask wheels are made), from the repository root:
 #
 #   bash assets/results/class-grading/run.sh class "$OUT/c1-gpus4" 4 01_vector_add 2
@@ -23,7 +23,7 @@
 #       student's seconds with 4 workers within 10% of alone.
 #   bash assets/results/class-grading/run.sh profile "$OUT/profile"
 #       the first two gradings of `student`, with py-spy sampling every process (PYSPY=1 does it for any run;
-#       py-spy's wheel carried in .whl-dask) and what they waited in compared (waits.py). Every run
+#       py-spy's wheel in .whl-dask/) and what they waited in compared (waits.py). Every run
 #       also keeps ps.txt.gz: each process's state and kernel wait channel twice a second.
 #   bash assets/results/class-grading/run.sh widths "$OUT/widths" [CHAPTER]
 #       ONE correct student of CHAPTER (05_triton_matmul) alone, its notebook's checks in 1, 2, 3 and 4 sessions
@@ -88,7 +88,7 @@ grade() {
     timeout "${CLASS_LIMIT_S:-86400}" python3 -m grader.cli grade "$dir/subs" --assignment "$chapter" \
         --workspace "$dir/ws" --no-progress "${extra[@]}" > "$dir/grade.txt" 2> "$dir/grade.stderr" &
     local grading=$!
-    # PYSPY=1: py-spy (carried in .whl-dask) samples the grading and every process under it, idle stacks too,
+    # PYSPY=1: py-spy (its wheel in .whl-dask/) samples the grading and every process under it, idle stacks too,
     # without stopping them. Attached rather than wrapping the command, so that a machine that forbids it costs
     # this record, not the grading.
     [ -n "${PYSPY:-}" ] && py-spy record --pid $grading --subprocesses --idle --nonblocking --rate 20 --format raw \

@@ -4,7 +4,7 @@ workspace's journal, and compare runs.
     python3 scaling.py build OUT --chapter 01_vector_add --copies 2 [--part K/N] [--only correct]
         the synthetic class of assets/results/class-grading/synthetic_class.py with every student COPIES times
         (correct-1a, correct-1b, ...), or only its kinds named by --only; --part K/N keeps every Nth student
-        by name from the Kth, for a one-GPU grading that does not fit one device call
+        by name from the Kth, for a one-GPU grading that does not fit one command of at most 600 s
     python3 scaling.py expected --chapter 01_vector_add --copies 2 [--part K/N] [--only correct]
         each student's expected GPU score, as JSON
     python3 scaling.py record WORKSPACE ASSIGNMENT EXPECTED_JSON WALL_S > record.json

@@ -5,7 +5,7 @@ cheating and tampering, several of them more than once), as STUDENT.ipynb files.
     python3 assets/results/class-grading/synthetic_class.py --expected --chapter 05_triton_matmul
 
 --half keeps every other student (by name): the class in two halves, for a one-GPU grading that does not
-fit one device call (the two halves' times add up to the class's). --expected prints each student's score
+fit one command of at most 600 s (the two halves' times add up to the class's). --expected prints each student's score
 on a GPU, as the submission's docstring promises it, as JSON.
 """
 

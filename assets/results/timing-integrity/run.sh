@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Trusted timing on a GPU: the exploit suite's entries on both paths, one pytest a entry, and the sanitizer's
 # entries. (The bars under trusted timing: `ladder calibrate`, whose record keeps every run's ratio by the
-# trusted time and by the events.) Wheels for the Jupyter stack in .whl/ (carried with the device tool's `run`;
+# trusted time and by the events.) Wheels for the Jupyter stack in .whl/ (from
 # shared/tools/offline-wheels.sh).
 #   bash assets/results/timing-integrity/run.sh exploits OUT [ENTRY...]
 #       each entry (default: every wrong and correct entry of tests/notebooks/test_exploits.py that needs a GPU,

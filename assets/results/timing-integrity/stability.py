@@ -3,7 +3,7 @@
     python assets/results/timing-integrity/stability.py --runs 10 --out OUT.json NOTEBOOK:CELL [NOTEBOOK:CELL ...]
 
 Each run is a full graded check of one speed cell (`grader.isolation.isolate.check_cell`: a fresh verifier and
-a fresh worker). The speedup is read from the report the check prints. The issue's requirement:
+a fresh worker). The speedup is read from the report the check prints. The requirement it checks:
 speedups within ±5% of their median, and no verdict flip while the ratio is more than 10% from the bar.
 """
 

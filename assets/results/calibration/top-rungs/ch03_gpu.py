@@ -4,7 +4,7 @@
     PYTHONPATH=$PWD:$PWD/tests python3 assets/results/calibration/top-rungs/ch03_gpu.py --out DIR --dry   # no GPU needed
 
 What it does, in order, and how long each part should take on an H100 (about 100 s in all; the
-issue-19 driver gives it 130 s, and every part writes DIR/ch03.json again when it ends, so a run cut
+command that ran it gave it 130 s, and every part writes DIR/ch03.json again when it ends, so a run cut
 short keeps what it had):
 1. the GPU, its ceilings, torch/Triton/CuPy versions, and each tile variant's registers, shared
    memory and spills as NVRTC's ptxas reports them for this GPU (about 5 s);

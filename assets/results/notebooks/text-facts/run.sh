@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The figures chapters 7 and 8 quote from text-facts/h100/, and the 7b and 8b bars, measured on one GPU
-# (the device tool's `run`, with .whl carried for nbclient and nbval):
+# (nbclient and nbval from the wheels in .whl/):
 #   bash assets/results/notebooks/text-facts/run.sh "$OUT" [PARTS]
 # PARTS (default: all, in this order). On an H100 `traffic` to `check` took 344 s (h100/times.txt) and `bars`
 # takes about 450 s more (its rungs' runs in assets/results/calibration/course-h100x4): past one device
