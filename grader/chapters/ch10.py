@@ -325,7 +325,7 @@ HIDDEN = (Decode((1,), heads=8, kv_heads=2, head_dim=64),
           Decode((513, 40), heads=4, kv_heads=4, head_dim=128, page=32))
 # Without a GPU (Triton's interpreter): the same kinds of case, small.
 CPU_VISIBLE = (Decode((150, 17, 1), heads=8, kv_heads=2, head_dim=64, order="in order"),
-               Decode((33, 64), heads=4, kv_heads=4, head_dim=64, order="in order"))
+               Decode((33, 64), heads=2, kv_heads=2, head_dim=64, order="in order"))
 CPU_HIDDEN = (Decode((1,), heads=4, kv_heads=2, head_dim=64),
               Decode((31, 15, 33), heads=8, kv_heads=2, head_dim=128),
               Decode((70, 65), heads=4, kv_heads=1, head_dim=64, shared=3))
@@ -336,7 +336,7 @@ SPLIT_HIDDEN = (Decode((32768, 1, 17), heads=32, kv_heads=8, head_dim=128),
                 Decode((1,), heads=8, kv_heads=8, head_dim=64),
                 Decode((12345, 999), heads=8, kv_heads=1, head_dim=128, shared=50))
 SPLIT_CPU = (Decode((600,), heads=8, kv_heads=2, head_dim=64),
-             Decode((333, 2, 70), heads=4, kv_heads=4, head_dim=64, order="in order"))
+             Decode((333, 2, 70), heads=2, kv_heads=2, head_dim=64, order="in order"))
 SPLIT_CPU_HIDDEN = (Decode((40, 520), heads=4, kv_heads=1, head_dim=128, shared=2),)
 WINDOW_VISIBLE = (Decode((1000, 37, 500), heads=32, kv_heads=8, head_dim=128, window=4),
                   Decode((300, 8), heads=8, kv_heads=2, head_dim=64, window=8))
@@ -390,7 +390,7 @@ WINDOW = dataclasses.replace(
 EXERCISES = (DECODE, SPLIT, WINDOW)
 BAR_KEYS = {"10a": "10a", "10b": "10b", "10-stretch": "10c"}
 _SANITIZE_CASES = (Decode((1, 17, 40), heads=8, kv_heads=2, head_dim=64),
-                   Decode((33, 300), heads=4, kv_heads=4, head_dim=128, shared=2))
+                   Decode((33, 300), heads=4, kv_heads=2, head_dim=128, shared=2))
 # memcheck only, as chapter 6: Triton places shared memory and barriers itself.
 SANITIZER_TOOLS = ("memcheck",)
 SANITIZE = (SmallSizes(DECODE, "decode_attention", _SANITIZE_CASES),

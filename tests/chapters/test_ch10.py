@@ -247,6 +247,14 @@ def test_the_hidden_cases_hold_what_the_notebook_promises():
     for case in ch10.CPU_VISIBLE + ch10.CPU_HIDDEN + ch10.SPLIT_CPU + ch10.SPLIT_CPU_HIDDEN + ch10.WINDOW_CPU:
         assert case.tokens * case.heads <= 10_000, case
     assert max(n for c in ch10.CPU_VISIBLE for n in c.lengths) > 2 * 64
+    # and they still cross what the checks are about: several KV heads each shared by a group (query head h reads KV
+    # head h // group, not h % H_kv), visible and split; a sequence split into chunks by the solution (256 tokens at
+    # least) and by the fixed-chunk submission (512, tests/submissions/correct/ch10_10b_fixed_chunks.py)
+    for cases in (ch10.CPU_VISIBLE, ch10.CPU_HIDDEN, ch10.SPLIT_CPU):
+        assert any(c.kv_heads > 1 and c.group > 1 for c in cases), cases
+    for cases in (ch10.SPLIT_CPU, ch10.SPLIT_CPU_HIDDEN):
+        assert max(n for c in cases for n in c.lengths) > 512, cases
+    assert ch10.STUB_PROBE.tokens * ch10.STUB_PROBE.heads <= min(c.tokens * c.heads for c in ch10.CPU_VISIBLE)
     assert max(ch10.SPLIT_SPEED.lengths) == 32768 and ch10.SPLIT_SPEED.batch <= 4
 
 
