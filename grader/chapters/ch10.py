@@ -26,6 +26,7 @@ Without a GPU, the Triton kernels run through Triton's interpreter on the CPU ca
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -245,11 +246,32 @@ def gather_sdpa(q, k_cache, v_cache, block_table, lengths, out=None):
     return scaled_dot_product_attention(q[:, :, None], k, v, attn_mask=valid[:, None, None, :], enable_gqa=True)
 
 
+# The query block of the paged block mask. FlexAttention's decoding kernel (torch/_inductor/kernel/flex/
+# flex_decoding.py) holds the query heads of a KV head's group as one tile of BLOCK_M rows, at least 16, and keeps only
+# the configurations whose sparse query block is a multiple of BLOCK_M: a mask with query blocks of 1 left none, and
+# compiling it failed ("NoValidChoicesError: No choices to select", torch 2.11 on an H200). One block of 128 rows,
+# FlexAttention's own default, holds a decode step's single query and any group of up to 128 query heads.
+FLEX_Q_BLOCK = 128
+
+
+def flex_unavailable() -> str | None:
+    """Why this torch cannot build FlexAttention's paged baseline, in words; None where it can."""
+    try:
+        from torch.nn.attention.flex_attention import BlockMask, flex_attention  # noqa: F401
+    except ImportError:
+        return f"this torch ({torch.__version__}) has no FlexAttention (torch.nn.attention.flex_attention)"
+    if "seq_lengths" not in inspect.signature(BlockMask.from_kv_blocks).parameters:
+        return (f"this torch's ({torch.__version__}) BlockMask.from_kv_blocks takes no seq_lengths, which a block mask "
+                "over a paged cache needs (its pool is longer than any sequence)")
+    return None
+
+
 def paged_block_mask(block_table, lengths, num_pages: int, page: int):
     """FlexAttention's view of the paged cache: the cache is one long sequence of num_pages * page tokens
     (batch 1, broadcast over the queries' batch), and sequence b's block mask names its pages, in the table's
     order, with a mask_mod that keeps the slots before its length (torch's experimental PagedAttention builds
-    the same from its own page table). A page shared by several sequences is mapped back for each."""
+    the same from its own page table). A page shared by several sequences is mapped back for each. Key blocks are
+    pages; the one query block is FLEX_Q_BLOCK rows (why: above)."""
     from torch.nn.attention.flex_attention import BlockMask
 
     b = block_table.shape[0]
@@ -267,20 +289,25 @@ def paged_block_mask(block_table, lengths, num_pages: int, page: int):
         j = logical[bi, kv_idx // page]
         return (j >= 0) & (j * page + kv_idx % page < lengths[bi])
 
-    return BlockMask.from_kv_blocks(kv_num_blocks, kv_indices, BLOCK_SIZE=(1, page), mask_mod=in_sequence,
+    return BlockMask.from_kv_blocks(kv_num_blocks, kv_indices, BLOCK_SIZE=(FLEX_Q_BLOCK, page), mask_mod=in_sequence,
                                     seq_lengths=(1, num_pages * page))
 
 
-def flex_paged() -> Callable:
+def flex_paged(compiled: bool = True) -> Callable:
     """torch's FlexAttention with a paged block mask, compiled, as an `others` entry: the mask is built on the
     first call for the inputs it is given (once per set of inputs, as a server builds it once a step for every
     layer), then each call is one compiled decode kernel on the cache where it lies. It is timed, never checked:
     it computes every slot of a page it visits and masks their scores, so on the grader's inputs, whose slots past
     each length hold +inf, a weight of 0 meets a value of inf and its output is NaN (tests/chapters/test_ch10.py);
-    on a cache whose stale slots are finite it is right."""
+    on a cache whose stale slots are finite it is right. Where this torch cannot run it, it says so in words
+    (`flex_unavailable`), which the report prints as "not measured: ...". `compiled=False`: eager, as the CPU tests
+    run it (compiling takes seconds there, and only a GPU times it)."""
+    why = flex_unavailable()
+    if why is not None:
+        raise LadderError(why)
     from torch.nn.attention.flex_attention import flex_attention
 
-    compiled = torch.compile(flex_attention, dynamic=False)
+    attend = torch.compile(flex_attention, dynamic=False) if compiled else flex_attention
     masks: dict = {}
 
     def run(q, k_cache, v_cache, block_table, lengths, out=None):
@@ -291,7 +318,7 @@ def flex_paged() -> Callable:
         pool, p, hkv, d = k_cache.shape
         k = k_cache.view(1, pool * p, hkv, d).transpose(1, 2)
         v = v_cache.view(1, pool * p, hkv, d).transpose(1, 2)
-        return compiled(q[:, :, None], k, v, block_mask=masks[key], enable_gqa=True)
+        return attend(q[:, :, None], k, v, block_mask=masks[key], enable_gqa=True)
 
     return run
 

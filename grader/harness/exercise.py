@@ -690,6 +690,8 @@ def reported_beside(ex: Exercise, inputs, dev: str) -> tuple[dict, dict]:
             other = factory()
             other(*inputs)  # compile and warm up outside the timed rounds
             others[name] = (lambda o=other: o(*inputs))
+        except LadderError as exc:   # the entry's own words: this torch or GPU lacks what it needs
+            unavailable[name] = str(exc).splitlines()[0]
         except Exception as exc:  # reported only, never graded: say why and go on
             unavailable[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     return others, unavailable

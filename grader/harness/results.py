@@ -190,7 +190,7 @@ class SpeedResult:
             lines.append(f"  {COPY_NAME:<16}{timed}{self.run_copy_gbps:8,.0f} GB/s  a device-to-device copy timed in the "
                          f"same rounds as yours (bytes read + written): the bar's measure")
         for name, why in self.unavailable.items():
-            lines.append(f"  {name:<16}not measured: {why}")
+            lines.append(f"  {name:<16} not measured: {why}")
         for flag in self.flags:
             lines.append(f"  ⚑ {flag}")
         if self.kernels is not None:

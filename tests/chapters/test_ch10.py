@@ -6,6 +6,7 @@ check` of the solution on a CPU, and the verdicts on a GPU (skipped without one)
 
 import dataclasses
 import math
+import re
 import warnings
 
 import pytest
@@ -14,7 +15,7 @@ import torch
 from conftest import CHECK_OUTCOME, HAS_GPU, ROOT, ladder_check_one, run_script
 from grader.chapters import ch10
 from grader.cuda import archs
-from grader.errors import CheckFailed, NotImplementedYet
+from grader.errors import CheckFailed, LadderError, NotImplementedYet
 from grader.harness import correctness
 
 SOLUTION = ROOT / "solutions/10_decode_attention/10_decode_attention.ipynb"
@@ -159,15 +160,10 @@ def test_gather_sdpa_is_the_reference_despite_the_poisoned_slots():
     torch.testing.assert_close(got.transpose(1, 2).double(), exact, rtol=1e-4, atol=1e-4)
 
 
-def _flex(q, k_cache, v_cache, table, lengths, page):
-    from torch.nn.attention.flex_attention import flex_attention
-
-    mask = ch10.paged_block_mask(table, lengths, k_cache.shape[0], page)
-    pool, p, hkv, d = k_cache.shape
+def _flex(*inputs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return flex_attention(q[:, :, None], k_cache.view(1, pool * p, hkv, d).transpose(1, 2),
-                              v_cache.view(1, pool * p, hkv, d).transpose(1, 2), block_mask=mask, enable_gqa=True)
+        return ch10.flex_paged(compiled=False)(*inputs)
 
 
 def test_flex_attentions_paged_block_mask_names_each_sequences_pages_and_length():
@@ -179,11 +175,54 @@ def test_flex_attentions_paged_block_mask_names_each_sequences_pages_and_length(
     case = ch10.Decode((40, 17), heads=4, kv_heads=2, head_dim=16, page=16, shared=1)
     q, k_cache, v_cache, table, lengths = _inputs(case, seed=11)
     q, k_cache, v_cache = q.float(), k_cache.float(), v_cache.float()
-    assert torch.isnan(_flex(q, k_cache, v_cache, table, lengths, case.page)).any()
+    assert torch.isnan(_flex(q, k_cache, v_cache, table, lengths)).any()
     stale = [c.nan_to_num(posinf=0.0) for c in (k_cache, v_cache)]
     exact = ch10.decode_reference(*(t.double() for t in (q, *stale, table, lengths)))
-    got = _flex(q, *stale, table, lengths, case.page)
+    got = _flex(q, *stale, table, lengths)
     torch.testing.assert_close(got[:, :, 0].double(), exact, rtol=1e-4, atol=1e-4)
+
+
+def test_flex_attentions_mask_has_the_blocks_its_gpu_decoding_kernel_takes():
+    """What a CPU can check of the compiled baseline on a GPU: torch's decoding kernel for FlexAttention
+    (torch/_inductor/kernel/flex/flex_decoding.py) tiles a KV head's group of query heads in BLOCK_M rows, the group's
+    size rounded up to a power of two and at least 16, and keeps only configurations whose sparse query block is a
+    multiple of BLOCK_M; its key tile shrinks to the key block (a page) where that is smaller. Query blocks of 1 left it
+    no configuration on an H200 (assets/results/notebooks/ch10-h200/README.md)."""
+    assert {c.group for c in ch10.HIDDEN} >= {c.group for c in (ch10.SPEED, ch10.SPLIT_SPEED, *ch10.VISIBLE)}
+    for case in ch10.HIDDEN:   # every group size and both page sizes of the chapter, in pools of a few hundred pages
+        table = torch.zeros((case.batch, case.max_pages), dtype=torch.int32)
+        mask = ch10.paged_block_mask(table, torch.tensor(case.lengths), ch10.pool_pages(case), case.page)
+        block_m = max(16, 1 << (case.group - 1).bit_length())
+        assert mask.BLOCK_SIZE == (ch10.FLEX_Q_BLOCK, case.page) and ch10.FLEX_Q_BLOCK % block_m == 0, case
+        assert mask.shape[-2:] == (1, ch10.pool_pages(case) * case.page)
+
+
+def test_a_torch_without_what_the_flex_baseline_needs_is_named_in_the_report(monkeypatch):
+    """Where this torch has no FlexAttention, or one whose block masks cannot span a paged pool, the speed report says
+    so in words beside gather + SDPA, and nothing is compiled."""
+    import sys
+
+    from torch.nn.attention import flex_attention
+
+    from grader.harness.exercise import reported_beside
+
+    assert ch10.flex_unavailable() is None   # this torch has it: the tests above ran it
+    inputs = _inputs(ch10.CPU_HIDDEN[0])
+    name = "FlexAttention (paged block mask)"
+    monkeypatch.setitem(sys.modules, "torch.nn.attention.flex_attention", None)   # as on a torch without it
+    others, unavailable = reported_beside(dataclasses.replace(ch10.DECODE, others={name: ch10.flex_paged}), inputs, "cpu")
+    assert not others and unavailable == {
+        name: f"this torch ({torch.__version__}) has no FlexAttention (torch.nn.attention.flex_attention)"}
+    monkeypatch.setitem(sys.modules, "torch.nn.attention.flex_attention", flex_attention)
+
+    class OldBlockMask:
+        @classmethod
+        def from_kv_blocks(cls, kv_num_blocks, kv_indices, BLOCK_SIZE=128, mask_mod=None):   # noqa: N803
+            raise AssertionError("not called")
+
+    monkeypatch.setattr(flex_attention, "BlockMask", OldBlockMask)
+    _, unavailable = reported_beside(ch10.DECODE, inputs, "cpu")
+    assert "BlockMask.from_kv_blocks takes no seq_lengths" in unavailable[name], unavailable
 
 
 # ------------------------------------------------------------------------------------------ tolerance
@@ -359,6 +398,11 @@ def test_gpu_the_baselines_compute_decode_attention():
     correctness.compare(ch10.gather_sdpa(*inputs)[:, :, 0], exact, rtol=rtol, atol=atol, what="gather + SDPA")
     q, k_cache, v_cache, table, lengths = inputs
     stale = [c.nan_to_num(posinf=0.0) for c in (k_cache, v_cache)]   # FlexAttention needs finite stale slots
+    why = ch10.flex_unavailable()
+    if why is not None:   # an older torch: the report says why it is not measured (the CPU test above holds it)
+        with pytest.raises(LadderError, match=re.escape(why)):
+            ch10.flex_paged()
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         flex = ch10.flex_paged()(q, *stale, table, lengths)
