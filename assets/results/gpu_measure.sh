@@ -463,8 +463,9 @@ PY
     nb=solutions/10_decode_attention/10_decode_attention.ipynb
     limit=${PART_S:-530}
     if want tests; then
-      timeout "$limit" python3 -m pytest -q -p no:cacheprovider -rA tests/chapters/test_ch10.py -m gpu 2>&1 | tail -30 \
-        | tee "$out/gpu_tests.txt"; pack
+      # the whole output too: a failure's message can be longer than the summary's 30 lines
+      timeout "$limit" python3 -m pytest -q -p no:cacheprovider -rA tests/chapters/test_ch10.py -m gpu \
+        > "$out/gpu_tests_full.txt" 2>&1; tail -30 "$out/gpu_tests_full.txt" | tee "$out/gpu_tests.txt"; pack
     fi
     if want check; then
       timeout "$limit" python3 -m grader.cli check --json "$nb" > "$out/check.json" 2> "$out/check.stderr" || rc=1
