@@ -210,7 +210,8 @@ def test_a_torch_without_what_the_flex_baseline_needs_is_named_in_the_report(mon
     inputs = _inputs(ch10.CPU_HIDDEN[0])
     name = "FlexAttention (paged block mask)"
     monkeypatch.setitem(sys.modules, "torch.nn.attention.flex_attention", None)   # as on a torch without it
-    others, unavailable = reported_beside(dataclasses.replace(ch10.DECODE, others={name: ch10.flex_paged}), inputs, "cpu")
+    assert ch10.DECODE.others == {name: ch10.flex_paged}
+    others, unavailable = reported_beside(ch10.DECODE, inputs, "cpu")
     assert not others and unavailable == {
         name: f"this torch ({torch.__version__}) has no FlexAttention (torch.nn.attention.flex_attention)"}
     monkeypatch.setitem(sys.modules, "torch.nn.attention.flex_attention", flex_attention)
