@@ -2,6 +2,7 @@
 any machine (no GPU) from compiling for each, and the warnings about untested library versions."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -13,9 +14,9 @@ from grader.cuda import gpu
 TARGETS = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90"]
 
 
-def _doctor(*args) -> subprocess.CompletedProcess:
+def _doctor(*args, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "grader.cli", "doctor", "--target", *TARGETS, *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+                          capture_output=True, text=True, cwd=ROOT, timeout=900, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -108,13 +109,21 @@ def test_the_limits_come_from_the_architecture_table(tables):
     assert "2,048 threads per SM, 227 KiB" in tables["sm_90"]["limits"]
 
 
-def test_the_printed_table_marks_what_is_not_gradable_and_says_why():
-    proc = _doctor()
+def test_the_printed_table_marks_what_is_not_gradable_and_says_why(tmp_path):
+    from grader.harness.bars import load_bars
+
+    # An instructor's override leaves one bar provisional, so that the table has one to name.
+    override = tmp_path / "bars.toml"
+    override.write_text('["10-stretch"]\nprovisional = "a starting value, not calibrated"\n')
+    proc = _doctor(env={**os.environ, "LADDER_BARS": str(override)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "NOT GRADABLE [" in out and "does not run [" in out and "graded 0.55x" in out
     assert "sm_75 lacks tensor cores for Triton's tl.dot on fp16" in out
     assert "LADDER_UNGRADABLE" in out
+    # both kinds of bar explained, a copy-ceiling bar shown as a fraction, a provisional bar named
+    fraction = f"{load_bars(None)['10a'].bar:.2f} of the copy ceiling"
+    assert "Two kinds of bar" in out and fraction in out and "PROVISIONAL" in out and "10-stretch" in out
     assert proc.stderr == "", proc.stderr
     # every exercise's name ends in its own column, however long (6-stretch-fast-d64 ran into its bar's)
     lines = out.splitlines()
@@ -126,6 +135,15 @@ def test_the_printed_table_marks_what_is_not_gradable_and_says_why():
     for row in rows:
         key = row.split()[0]
         assert row[column - 2:column] == "  " and row[2:column].strip() == key and row[column] != " ", row
+
+
+def test_a_copy_ceiling_bar_is_graded_on_every_architecture(tables):
+    """Chapter 10's bars are fractions of each GPU's own copy ceiling and need no capability: graded on all five,
+    sm_75 included, where the Triton chapters timed against torch's tensor cores are not."""
+    for arch, t in tables.items():
+        for key in ("10a", "10b"):
+            entry = t["bars"][key]
+            assert (entry["kind"], entry["status"], entry["missing"]) == ("copy-ceiling", "graded", []), (arch, key)
 
 
 def test_an_unknown_target_is_refused():

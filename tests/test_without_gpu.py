@@ -13,7 +13,7 @@ def _flat(text: str) -> str:
 
 
 def test_what_still_works_names_every_interpreted_chapter_and_exercise():
-    assert interpreted_phrase() == "chapters 5, 6 and 9 and exercises 7b and 8b"
+    assert interpreted_phrase() == "chapters 5, 6, 9 and 10 and exercises 7b and 8b"
     assert interpreted_phrase() in WHAT_STILL_WORKS
 
 
@@ -33,7 +33,9 @@ def _introduction(chapter: int) -> str:
 
 
 def test_each_chapter_introduction_says_what_runs_in_the_interpreter():
-    for chapter in range(1, 10):
+    from grader import chapters
+
+    for chapter in sorted(int(name[2:]) for name in chapters.names()):
         intro = _introduction(chapter)
         if chapter not in INTERPRETED:
             assert "interpreter" not in intro, f"chapter {chapter} has no Triton kernel to interpret"

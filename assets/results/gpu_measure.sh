@@ -44,6 +44,9 @@
 #                            of the solution, isolated and in the kernel), notebook (nbval, then the outputs),
 #                            cal9a and cal9b (ladder calibrate, RUNS=10 a rung), wrong and correct (the exploit
 #                            entries on both paths), profile (Nsight Compute on 9a's and 9b's rungs); default all
+#   ch10 [PARTS]             chapter 10, each part under 9 minutes on one GPU (its comment says what to copy where):
+#                            tests,check,nbval,notebook,cal10a,cal10b,wrong,correct10a,correct10b,fractions,profile
+#                            (default: all, in that order: run a few parts a call)
 #   traces                   what torch.profiler's CUPTI trace records for every kind of library's kernels,
 #                            and what tracing costs (timing-integrity/device-accounting/probe_trace.py;
 #                            tests/cuda/traces/ were trimmed from its output)
@@ -445,6 +448,76 @@ PY
         | tee "$out/profiles.md"
       rm -rf "$out/rec/notebooks" "$out/rec/raw"
       pack
+    fi
+    ;;
+  ch10)
+    # Chapter 10 on one GPU. What to keep, by part (into assets/results/ unless said):
+    #   tests, check, nbval, notebook -> notebooks/ch10-<gpu>/ (the GPU tests, `ladder check`, nbval, the cells' output)
+    #   cal10a, cal10b                -> calibration/ch10-<gpu>/ (bars-override-*.toml and .json: the bars and every run)
+    #   wrong, correct10a, correct10b -> exploits/ch10-<gpu>/ (each entry's verdict on both paths)
+    #   fractions                     -> calibration/copy-ceiling-<gpu>/ (1a, 2, 7a and 7b graded as fractions of the
+    #                                    copy ceiling: every recorded rung's fraction, 3 runs each)
+    #   profile                       -> rec/profiles/H200/ to assets/profiles/H200/ (10a and 10b's rungs), and the
+    #                                    signatures and separations to profiles/ch10-<gpu>/
+    parts=${1:-tests,check,nbval,notebook,cal10a,cal10b,wrong,correct10a,correct10b,fractions,profile}
+    export PYTHONWARNINGS=ignore
+    nb=solutions/10_decode_attention/10_decode_attention.ipynb
+    limit=${PART_S:-530}
+    if want tests; then
+      # the whole output too: a failure's message can be longer than the summary's 30 lines
+      timeout "$limit" python3 -m pytest -q -p no:cacheprovider -rA tests/chapters/test_ch10.py -m gpu \
+        > "$out/gpu_tests_full.txt" 2>&1; tail -30 "$out/gpu_tests_full.txt" | tee "$out/gpu_tests.txt"; pack
+    fi
+    if want check; then
+      timeout "$limit" python3 -m grader.cli check --json "$nb" > "$out/check.json" 2> "$out/check.stderr" || rc=1
+      python3 -c "import json,sys; r=json.load(open(sys.argv[1]))
+for nb in r['notebooks']:
+    print(nb['path'], nb['score'], '/', nb['max_score'], round(nb['seconds']))
+    for c in nb['cells']: print('  ', c['grade_id'], c['outcome'], (c['error'] or {}).get('evalue', '')[:300].replace(chr(10), ' '))
+    for c in nb['cells']:
+        if c.get('speed'): print('  ', json.dumps(c['speed']))" "$out/check.json" | tee "$out/check.txt"
+      pack
+    fi
+    if want nbval; then
+      timeout "$limit" python3 -m pytest -q -p no:cacheprovider --nbval-lax "$nb" 2>&1 | tail -15 | tee "$out/nbval.txt"
+      pack
+    fi
+    if want notebook; then
+      timeout "$limit" python3 $here/notebooks/run_notebook.py "$nb" "$out" napkin-floor decode-speed unsplit-measure \
+        split-speed stretch-check 2>&1 | tail -120 | tee "$out/notebook.txt"; pack
+    fi
+    for bars in 10a 10b; do
+      if want "cal$bars"; then
+        keys=$bars; [ "$bars" = 10b ] && keys=10b,10-stretch
+        timeout "$limit" python3 -m grader.cli calibrate --chapters 10 --bars "$keys" --runs "${RUNS:-10}" \
+          --out "$out/bars-override-$bars.toml" 2> "$out/progress-$bars.txt" | tee "$out/calibration-$bars.md"; pack
+      fi
+    done
+    if want wrong; then
+      timeout "$limit" python3 -m pytest -q -p no:cacheprovider -rA --durations=0 tests/notebooks/test_exploits.py \
+        -k "rejected and decode_" 2>&1 | tail -25 | tee "$out/exploits_wrong.txt"; pack
+    fi
+    for which in 10a 10b; do
+      if want "correct$which"; then
+        timeout "$limit" python3 -m pytest -q -p no:cacheprovider -rA --durations=0 tests/notebooks/test_exploits.py \
+          -k "accepted and ch10_$which" 2>&1 | tail -25 | tee "$out/exploits_correct_$which.txt"; pack
+      fi
+    done
+    if want fractions; then
+      # 1a, 2, 7a and 7b graded as fractions of the copy ceiling instead of speedups: an instructor's override (the
+      # bars are starting points; `ladder calibrate` proposes its own from the rungs' fractions)
+      printf '["1a"]\nkind = "copy-ceiling"\nbar = 0.70\n\n["2"]\nkind = "copy-ceiling"\nbar = 0.60\n\n["7a"]\nkind = "copy-ceiling"\nbar = 0.60\n\n["7b"]\nkind = "copy-ceiling"\nbar = 0.70\n' \
+        > "$out/bars-as-fractions.toml"
+      LADDER_BARS="$out/bars-as-fractions.toml" timeout "$limit" python3 -m grader.cli calibrate --chapters 1,2,7 \
+        --bars 1a,2,7a,7b --runs "${RUNS:-3}" --out "$out/fractions.toml" 2> "$out/progress-fractions.txt" \
+        | tee "$out/fractions.md"; pack
+    fi
+    if want profile; then
+      timeout "$limit" python3 $here/profiles/record_profiles.py --out "$out/rec" --only 10a,10b 2>&1 \
+        | tee "$out/signatures.md"
+      timeout 240 python3 -m grader.cli profile "$nb" --exercise 10b --out "$out/cli" 2>&1 | tail -30 \
+        | tee "$out/ladder_profile_10b.txt"
+      rm -rf "$out/rec/notebooks" "$out/rec/raw"; pack
     fi
     ;;
   traces)

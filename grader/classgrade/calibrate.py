@@ -1,11 +1,13 @@
 """`ladder calibrate`: time every recorded rung (grader/rungs.toml) on this machine's GPUs, say per bar whether
-the current bar separates the rungs, propose bars, and write them as a bars override file.
+the current bar separates the rungs, propose bars, and write them as a bars override file. Both kinds of bar
+(grader.harness.bars.KINDS) are calibrated the same way: a speedup bar from each run's speedup, a copy-ceiling bar
+from each run's fraction of the copy ceiling measured in that run.
 
 On one GPU the rungs are timed in turn in this process's isolated verifiers (grader.notebooks.calibrate). With
 `--gpus N` each rung is one task of the class-grading cluster (grader.classgrade.cluster: dask-cuda, one worker
 pinned to each GPU, one task at a time), so that N rungs are timed at once, each on a GPU of its own, as N
 students are graded. Either way every rung is timed by the same check, its ratios to torch measured in that
-check on that GPU; a bar holds only where every rung is judged as it expects on whichever GPU timed it, as a
+check on that GPU (or its fractions of that GPU's copy ceiling); a bar holds only where every rung is judged as it expects on whichever GPU timed it, as a
 class's students are graded on whichever GPU is free.
 """
 
@@ -53,8 +55,8 @@ def rung_line(t: Timed, runs: int) -> str:
     if f is None:
         return f"{r.bar} {r.expect} {r.label}: not timed ({t.untimed})"
     return (f"{r.bar} {r.expect} {r.label}: {f.spread()}"
-            + (f"; by the events where it ran {min(f.event_speedups):.3f}-{max(f.event_speedups):.3f}x"
-               if f.event_speedups else "")
+            + (f"; by the events where it ran {min(f.event_values):.3f}-{max(f.event_values):.3f}{f.unit}"
+               if f.event_values else "")
             + (f"; untraced/traced {min(f.traced_ratios):.3f}-{max(f.traced_ratios):.3f}" if f.traced_ratios else "")
             + (f"; {min(f.rounds)}-{max(f.rounds)} timing rounds, {min(f.timing_s):.1f}-{max(f.timing_s):.1f} s a run "
                f"of {t.seconds / runs:.1f} s" if f.rounds else ""))
@@ -148,8 +150,9 @@ def run(chapters: str | None, runs: int, out: Path, bars: str | None = None, gpu
         "seconds": {"all": round(wall, 1), **{c: round(s, 1) for c, s in per_chapter.items()}},
         "bars": [{"key": p.key, "bar": p.current.bar, "graded": p.current.graded, "separates": p.separates,
                   "proposed": p.proposed, "kept": p.kept, "verdict": p.verdict(), "why_none": p.why_none,
-                  "rungs": [{"label": f.rung.label, "expect": f.rung.expect, "speedups": list(f.speedups),
-                             "event_speedups": list(f.event_speedups), "traced_ratios": list(f.traced_ratios),
+                  "kind": p.current.kind,
+                  "rungs": [{"label": f.rung.label, "expect": f.rung.expect, "values": list(f.values),
+                             "event_values": list(f.event_values), "traced_ratios": list(f.traced_ratios),
                              "rounds": list(f.rounds), "timing_s": list(f.timing_s)}
                             for f in p.figures]} for p in proposals]}, indent=1))
     for reason in untimed:
@@ -165,9 +168,10 @@ def summary(proposals: list[Proposal]) -> list[str]:
     def outcome(p: Proposal) -> str:
         if p.proposed is None:
             return f"{p.key} not gradable here"
+        unit = p.current.unit
         if p.kept:
-            return f"{p.key} {p.proposed:.2f}x kept" + (" (thin margin)" if p.thin() else "")
-        return f"{p.key} {p.current.bar:.2f}x -> {p.proposed:.2f}x"
+            return f"{p.key} {p.proposed:.2f}{unit} kept" + (" (thin margin)" if p.thin() else "")
+        return f"{p.key} {p.current.bar:.2f}{unit} -> {p.proposed:.2f}{unit}"
 
     lines = []
     for kind, what in (("graded", "Graded bars (a speed cell's points)"),

@@ -55,12 +55,13 @@ CALIBRATE_BARS = "**/*.toml"
 @dataclass
 class Speed:
     exercise: str       # the bar's key, as in bars.toml
-    speedup: float
+    value: float        # what the bar judged: the speedup, or the fraction of the copy ceiling (`unit`)
     bar: float
     gpu: str
     passed: bool
     throttled: bool = False   # the SM clock was held down (heat or power) while it was timed
     crowded: bool = False     # another process computed on the GPU while it was timed (grader.cuda.neighbours)
+    unit: str = "x"           # "x", or " of the copy ceiling" for a copy-ceiling bar (grader.harness.bars)
 
 
 @dataclass
@@ -101,7 +102,7 @@ class Student:
 @dataclass
 class Rung:
     name: str
-    speedup: float      # the median of its calibration runs
+    value: float        # the median of its calibration runs (a speedup or a fraction, as its bar judges)
     gpu: str
 
 
@@ -111,8 +112,10 @@ def speed_from(cell: CellResult) -> Speed | None:
     record = cell.speed
     if not record:
         return None
-    return Speed(record["key"], float(record["ratio"]), float(record["bar"]), record.get("gpu") or "?",
-                 bool(record["passed"]), bool(record.get("throttled")), bool(record.get("crowded")))
+    fraction = record.get("fraction") if record.get("kind") == "copy-ceiling" else None
+    return Speed(record["key"], float(record["ratio"] if fraction is None else fraction), float(record["bar"]),
+                 record.get("gpu") or "?", bool(record["passed"]), bool(record.get("throttled")),
+                 bool(record.get("crowded")), "x" if fraction is None else " of the copy ceiling")
 
 
 def initials(name: str) -> str:
@@ -131,9 +134,9 @@ def _rung_name(label: str) -> str:
 
 
 def _calibrated(data: dict) -> list[tuple[str, str, list[float]]]:
-    """(bar key, rung label, speed-ups) of one calibration record, in either of its two layouts: a chapter's
+    """(bar key, rung label, figures) of one calibration record, in either of its two layouts: a chapter's
     calibration script's ("rungs", each with its "runs"), or `ladder calibrate`'s ("bars", each with its rungs'
-    "speedups")."""
+    "values": speedups, or fractions of the copy ceiling for a copy-ceiling bar; "speedups" in older records)."""
     found = []
     for rung in data.get("rungs", []) if isinstance(data.get("rungs"), list) else []:
         if isinstance(rung, dict) and "bar_key" in rung:
@@ -142,7 +145,7 @@ def _calibrated(data: dict) -> list[tuple[str, str, list[float]]]:
     for bar in data.get("bars", []) if isinstance(data.get("bars"), list) else []:
         for rung in bar.get("rungs", []) if isinstance(bar, dict) and "key" in bar else []:
             if isinstance(rung, dict):
-                found.append((bar["key"], rung.get("label", ""), list(rung.get("speedups") or [])))
+                found.append((bar["key"], rung.get("label", ""), list(rung.get("values") or rung.get("speedups") or [])))
     return [(key, label, [v for v in values if isinstance(v, (int, float))]) for key, label, values in found]
 
 
@@ -159,10 +162,10 @@ def recorded_rungs(root: Path = RESULTS) -> dict[str, list[Rung]]:
         if not isinstance(data, dict):
             continue
         gpu = data.get("gpu", "?")
-        for key, label, speedups in _calibrated(data):
-            if speedups:
+        for key, label, values in _calibrated(data):
+            if values:
                 name = _rung_name(label)
-                found[key].setdefault((name, gpu), Rung(name, statistics.median(speedups), gpu))
+                found[key].setdefault((name, gpu), Rung(name, statistics.median(values), gpu))
     return {key: list(rungs.values()) for key, rungs in found.items()}
 
 
@@ -281,17 +284,18 @@ def pass_rate_figure(rates: list[dict]) -> str:
 
 def speed_figure(exercise: str, speeds: list[Speed], rungs: list[Rung]) -> str:
     fig, ax = _figure(7, 2.4)
-    values = [s.speedup for s in speeds]
-    bar = speeds[0].bar
+    values = [s.value for s in speeds]
+    bar, unit = speeds[0].bar, speeds[0].unit
     rows = [0.1 * (i % 5) - 0.2 for i in range(len(values))]   # a little apart, so that equal speeds both show
     ax.scatter(values, rows, s=60, alpha=0.6, color=["#59a14f" if s.passed else "#e15759" for s in speeds], zorder=3)
     ax.axvline(bar, color="black", lw=2)
-    ax.annotate(f"bar {bar:.2f}x", (bar, 0.85), textcoords="offset points", xytext=(4, 0), fontsize=8)
+    short = "x" if unit == "x" else ""
+    ax.annotate(f"bar {bar:.2f}{short}", (bar, 0.85), textcoords="offset points", xytext=(4, 0), fontsize=8)
     for i, rung in enumerate(rungs):
-        ax.axvline(rung.speedup, color="#999999", ls="--", lw=1)
-        ax.annotate(f"{rung.name} {rung.speedup:.2f}x", (rung.speedup, 0.65 - 0.2 * (i % 4)),
+        ax.axvline(rung.value, color="#999999", ls="--", lw=1)
+        ax.annotate(f"{rung.name} {rung.value:.2f}{short}", (rung.value, 0.65 - 0.2 * (i % 4)),
                     textcoords="offset points", xytext=(4, 0), fontsize=7, color="#555555")
-    everything = values + [bar] + [r.speedup for r in rungs]
+    everything = values + [bar] + [r.value for r in rungs]
     lo, hi = min(everything), max(everything)
     if lo > 0 and hi / lo > 20:
         ax.set_xscale("log")
@@ -301,7 +305,8 @@ def speed_figure(exercise: str, speeds: list[Speed], rungs: list[Rung]) -> str:
         ax.set_xlim(lo - pad, hi + 2 * pad)   # room on the right for the last line's label
     ax.set_ylim(-0.5, 1.0)
     ax.set_yticks([])
-    ax.set_xlabel(f"{exercise}: speed-up over the baseline (x)")
+    ax.set_xlabel(f"{exercise}: speed-up over the baseline (x)" if unit == "x"
+                  else f"{exercise}: fraction of the GPU's copy ceiling, measured in each student's run")
     return _png(fig)
 
 
@@ -409,13 +414,13 @@ def speed_sections(students: list[Student], rungs: dict[str, list[Rung]], leader
         recorded = rungs.get(exercise, [])
         same_gpu = [r for r in recorded if any(r.gpu in g or g in r.gpu for g in gpus)]
         shown = same_gpu or recorded
-        fastest = sorted(measured, key=lambda m: -m[1].speedup)[:LEADERBOARD_SIZE]
+        fastest = sorted(measured, key=lambda m: -m[1].value)[:LEADERBOARD_SIZE]
         sections.append({
-            "exercise": exercise, "bar": speeds[0].bar, "gpus": gpus, "count": len(speeds),
-            "passed": sum(sp.passed for sp in speeds), "median": statistics.median(sp.speedup for sp in speeds),
+            "exercise": exercise, "bar": speeds[0].bar, "unit": speeds[0].unit, "gpus": gpus, "count": len(speeds),
+            "passed": sum(sp.passed for sp in speeds), "median": statistics.median(sp.value for sp in speeds),
             "figure": speed_figure(exercise, speeds, shown), "rungs": shown,
             "crowded": sum(sp.crowded for sp in speeds),
-            "leaders": [{"rank": i + 1, "who": shown_name(s.name, leaderboard), "speedup": sp.speedup,
+            "leaders": [{"rank": i + 1, "who": shown_name(s.name, leaderboard), "value": sp.value,
                          "passed": sp.passed, "throttled": sp.throttled, "crowded": sp.crowded}
                         for i, (s, sp) in enumerate(fastest)]})
     return sections

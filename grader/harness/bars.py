@@ -5,6 +5,12 @@ The defaults live in `grader/bars.toml` (its header documents the format). `LADD
 file.toml` names an override file (grader.config); its entries replace the defaults key by key, field
 by field, architecture by architecture.
 
+A bar is of one of two kinds (`kind`, KINDS): a speedup over torch's time measured in the same run (the
+default), or a fraction of this GPU's copy ceiling measured in the same run ("copy-ceiling": the bytes the
+operation must move over the learner's time, against a device-to-device copy timed in the same rounds;
+grader.harness.ceilings.ceiling_fraction). A memory-bound kernel's honest target is the memory itself, so
+the second kind is equally hard on every GPU; the first is as hard as torch makes it there.
+
 A bar is looked up for an architecture: by default the one of this process's GPU (or the one
 grader.cuda.archs.targeting names), none without a GPU. An exercise's `by_arch` entry for that
 architecture replaces its fields. `needs` names what the bar's calibration assumed of the GPU
@@ -23,7 +29,14 @@ from .. import config
 from ..errors import LadderError
 
 _ARCH = re.compile(r"sm_\d{2,3}")
-_FIELDS = ("bar", "baseline", "what", "graded", "calibration", "needs", "not_gradable")
+_FIELDS = ("bar", "kind", "baseline", "what", "graded", "calibration", "needs", "not_gradable", "provisional")
+SPEEDUP, COPY_CEILING = "speedup", "copy-ceiling"
+# What each kind of bar compares the learner's time with, as the reports say it.
+KINDS = {SPEEDUP: "a speedup over the baseline, timed in the same run",
+         COPY_CEILING: "a fraction of this GPU's copy ceiling, measured in the same run"}
+# A copy-ceiling bar above this is beyond what memory can deliver: a kernel that moves the bytes it must moves
+# them no faster than a copy (reads alone run a few percent above it; the too-fast rule allows 1.15).
+MAX_FRACTION = 1.0
 HERE = object()   # bar_for's default: the architecture compiled for now
 
 
@@ -31,9 +44,10 @@ HERE = object()   # bar_for's default: the architecture compiled for now
 class Bar:
     key: str
     bar: float
-    baseline: str
+    baseline: str       # speedup bars: what the bar is a ratio to; copy-ceiling bars: what is reported beside
     what: str
     graded: bool = True
+    kind: str = SPEEDUP
     calibration: str = ""
     source: str = "grader/bars.toml"
     needs: tuple[str, ...] = ()       # capabilities the bar assumes (grader.cuda.capabilities)
@@ -41,6 +55,23 @@ class Bar:
     # Why no bar can be graded here, when a calibration on this architecture found none that separates
     # the solution from the rung below (`ladder calibrate`); grader.harness.feasibility scores it by policy.
     not_gradable: str = ""
+    # Not calibrated yet: why, and what will calibrate it. Reports and `ladder doctor` say so; a test
+    # (tests/test_records.py) refuses to let a provisional bar ship.
+    provisional: str = ""
+
+    @property
+    def is_fraction(self) -> bool:
+        return self.kind == COPY_CEILING
+
+    def describe(self, value: float | None = None) -> str:
+        """The bar (or `value` measured against it) in words: "2.00x torch.add", "0.60 of this GPU's copy ceiling"."""
+        v = self.bar if value is None else value
+        return f"{v:.2f} of this GPU's copy ceiling" if self.is_fraction else f"{v:.2f}x {self.baseline}"
+
+    @property
+    def unit(self) -> str:
+        """What follows a figure of this bar's kind: "x" (a speedup) or " of the copy ceiling"."""
+        return " of the copy ceiling" if self.is_fraction else "x"
 
 
 def _read(path_or_text, source: str) -> dict:
@@ -108,12 +139,20 @@ def _bar(key: str, fields: dict, source: str, arch: str | None) -> Bar:
     needs = fields.get("needs", [])
     if not isinstance(needs, list) or not all(isinstance(n, str) for n in needs):
         raise LadderError(f"pass bar {key!r}: `needs` must be a list of capability names ({source})")
-    not_gradable = fields.get("not_gradable", "")
-    if not isinstance(not_gradable, str):
-        raise LadderError(f"pass bar {key!r}: `not_gradable` must be a sentence saying why ({source})")
+    for name in ("not_gradable", "provisional"):
+        if not isinstance(fields.get(name, ""), str):
+            raise LadderError(f"pass bar {key!r}: `{name}` must be a sentence saying why ({source})")
+    kind = fields.get("kind", SPEEDUP)
+    if kind not in KINDS:
+        raise LadderError(f"pass bar {key!r}: kind {kind!r} is not a kind of bar ({source}); the kinds are "
+                          + "; ".join(f"{k!r}, {meaning}" for k, meaning in KINDS.items()))
+    if kind == COPY_CEILING and value > MAX_FRACTION:
+        raise LadderError(f"pass bar {key!r}: {value} of the copy ceiling is beyond what memory delivers; a "
+                          f"copy-ceiling bar is a fraction of at most {MAX_FRACTION:g} ({source})")
     return Bar(key=key, bar=value, baseline=fields.get("baseline", "torch"), what=fields.get("what", key),
                graded=bool(fields.get("graded", True)), calibration=fields.get("calibration", ""), source=source,
-               needs=tuple(needs), arch=arch, not_gradable=not_gradable)
+               needs=tuple(needs), arch=arch, not_gradable=fields.get("not_gradable", ""), kind=kind,
+               provisional=fields.get("provisional", ""))
 
 
 def _current_arch() -> str | None:

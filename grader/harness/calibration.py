@@ -1,9 +1,13 @@
-"""Calibrating pass bars from measured speedups: the recorded rungs (grader/rungs.toml), whether a bar
+"""Calibrating pass bars from measured figures: the recorded rungs (grader/rungs.toml), whether a bar
 separates them, the bar proposed from them, and the override file that carries the proposals.
 
+A figure is what the bar's kind judges (grader.harness.bars.KINDS): a speedup over the baseline, or a fraction
+of the copy ceiling measured in the same run. The rule is the same for both, since both are larger for a faster
+kernel and both are ratios of two times measured together.
+
 The rule a proposal follows (docs/instructors.md, "Calibrating the bars on your GPUs"):
-- `high` is the worst speedup of the rungs that must clear the bar (the solution's slowest run), `low` the
-  best speedup of the rungs that must miss it (the rung below's fastest run).
+- `high` is the worst figure of the rungs that must clear the bar (the solution's slowest run), `low` the
+  best figure of the rungs that must miss it (the rung below's fastest run).
 - A bar's margin is how far it sits above `low` (bar / low - 1) and under `high` (high / bar - 1).
 - The course's bar is kept where it leaves MARGIN on both sides: a bar that separates with margin is not moved,
   however far its rungs lie apart. (Proposing the midpoint of the two instead, as this rule once did, halved
@@ -65,12 +69,13 @@ def rungs(chapters: list[str] | None = None) -> list[Rung]:
 
 @dataclass(frozen=True)
 class Figures:
-    """One rung's speedups on one GPU, one per run."""
+    """One rung's figures on one GPU, one per run: the speedups, or the fractions of the copy ceiling, that its
+    bar judges (`unit`: "x" or " of the copy ceiling", grader.harness.bars.Bar.unit)."""
     rung: Rung
-    speedups: tuple[float, ...]
+    values: tuple[float, ...]
     # The same runs by the CUDA events recorded where the calls ran (a claim the trusted time is checked
     # against: grader.isolation.trusted), for the record of how far the two lie apart; empty where not kept.
-    event_speedups: tuple[float, ...] = ()
+    event_values: tuple[float, ...] = ()
     # Each run's untraced time per call over its kernels' traced busy time (grader.isolation.rules
     # enforce_traced_timing fails a run below its bound): how near honest kernels come to that rule.
     traced_ratios: tuple[float, ...] = ()
@@ -78,19 +83,22 @@ class Figures:
     # 2%, a settled verdict or its time budget): where a rung's calibration time goes.
     rounds: tuple[int, ...] = ()
     timing_s: tuple[float, ...] = ()
+    unit: str = "x"
 
     @property
     def worst(self) -> float:
         """The run nearest the bar: the slowest for a rung that must pass, the fastest for one that must fail."""
-        return min(self.speedups) if self.rung.expect == "pass" else max(self.speedups)
+        return min(self.values) if self.rung.expect == "pass" else max(self.values)
+
+    def range(self) -> str:
+        return f"{min(self.values):.3f}-{max(self.values):.3f}{self.unit}"
 
     def spread(self) -> str:
-        return (f"{min(self.speedups):.3f}-{max(self.speedups):.3f}x (median "
-                f"{statistics.median(self.speedups):.3f}x, {len(self.speedups)} runs)")
+        return (f"{self.range()} (median {statistics.median(self.values):.3f}{self.unit}, {len(self.values)} runs)")
 
     def as_expected(self, bar: float) -> int:
-        """How many runs the bar judges as this rung expects (a speed cell passes at speedup >= bar)."""
-        return sum((s >= bar) == (self.rung.expect == "pass") for s in self.speedups)
+        """How many runs the bar judges as this rung expects (a speed cell passes at a figure >= bar)."""
+        return sum((s >= bar) == (self.rung.expect == "pass") for s in self.values)
 
 
 @dataclass(frozen=True)
@@ -106,7 +114,7 @@ class Proposal:
     def separates(self) -> bool:
         """Whether the current bar judges every run of every rung as the rung expects (no rung timed: no)."""
         judged = [f for f in self.figures if f.rung.expect != "report"]
-        return bool(judged) and all(f.as_expected(self.current.bar) == len(f.speedups) for f in judged)
+        return bool(judged) and all(f.as_expected(self.current.bar) == len(f.values) for f in judged)
 
     @property
     def kind(self) -> str:
@@ -119,22 +127,24 @@ class Proposal:
     def margins(self, bar: float) -> str:
         """How far `bar` sits under the solution's slowest run and above the rung below's fastest."""
         low, high = self.bounds()
-        parts = [] if high is None else [f"{high / bar - 1:.1%} under the solution's slowest run ({high:.3f}x)"]
+        unit = self.current.unit
+        parts = [] if high is None else [f"{high / bar - 1:.1%} under the solution's slowest run ({high:.3f}{unit})"]
         parts.append("no rung below it" if low is None else
-                     f"{bar / low - 1:.1%} above the rung below's fastest ({low:.3f}x)")
+                     f"{bar / low - 1:.1%} above the rung below's fastest ({low:.3f}{unit})")
         return ", ".join(parts)
 
     def verdict(self) -> str:
         """What the calibration proposes for this bar, and the margins that back it."""
         if self.proposed is None:
             return self.why_none
+        unit = self.current.unit
         if self.kept:
             thin = self.thin()
-            return (f"keeps {self.proposed:.2f}x: {self.margins(self.proposed)}"
+            return (f"keeps {self.proposed:.2f}{unit}: {self.margins(self.proposed)}"
                     + (f" (under {MARGIN:.0%} on a side, and no bar leaves {MARGIN:.0%} on both; it judged every run "
                        "as its rung expects)" if thin else ""))
-        return (f"proposes {self.proposed:.2f}x, the nearest to {self.current.bar:.2f}x that leaves {MARGIN:.0%} each "
-                f"side: {self.margins(self.proposed)}")
+        return (f"proposes {self.proposed:.2f}{unit}, the nearest to {self.current.bar:.2f}{unit} that leaves "
+                f"{MARGIN:.0%} each side: {self.margins(self.proposed)}")
 
     def thin(self) -> bool:
         """Whether the proposed bar leaves less than MARGIN on a side."""
@@ -145,7 +155,7 @@ class Proposal:
 
     def calibration(self, gpu: str, runs: int) -> str:
         """The override's calibration string: the GPU, the runs and the figures."""
-        rungs = "; ".join(f"{f.rung.label} {min(f.speedups):.3f}-{max(f.speedups):.3f}x" for f in self.figures)
+        rungs = "; ".join(f"{f.rung.label} {f.range()}" for f in self.figures)
         return f"{gpu}, {runs} runs a rung (ladder calibrate): {rungs}; {self.verdict()}"
 
 
@@ -160,7 +170,7 @@ def propose(current: Bar, figures: list[Figures], margin: float = MARGIN) -> Pro
     low, high = _bounds(figures)
     if high is None:
         return Proposal(current.key, current, tuple(figures), None, "no recorded rung must clear this bar")
-    bar = current.bar
+    bar, unit = current.bar, current.unit
     if high >= bar * (1 + margin) and (low is None or bar >= low * (1 + margin)):
         return Proposal(current.key, current, tuple(figures), bar, kept=True)
     floor, ceiling = (low * (1 + margin) if low is not None else 0.0), high / (1 + margin)
@@ -170,12 +180,12 @@ def propose(current: Bar, figures: list[Figures], margin: float = MARGIN) -> Pro
     if kept.separates:
         return kept
     widest = (f"; the widest any bar leaves is {math.sqrt(high / low) - 1:.1%} each side, at "
-              f"{math.sqrt(low * high):.3f}x") if high > low else ""
+              f"{math.sqrt(low * high):.3f}{unit}") if high > low else ""
     return Proposal(current.key, current, tuple(figures), None,
-                    f"not gradable here: the solution's slowest run ({high:.3f}x) is not {margin:.0%} above a bar that "
-                    f"is {margin:.0%} above the rung below's fastest ({low:.3f}x){widest}, and the course's "
-                    f"{bar:.2f}x judges {sum(f.as_expected(bar) for f in figures if f.rung.expect != 'report')} of "
-                    f"{sum(len(f.speedups) for f in figures if f.rung.expect != 'report')} runs as their rungs expect")
+                    f"not gradable here: the solution's slowest run ({high:.3f}{unit}) is not {margin:.0%} above a bar "
+                    f"that is {margin:.0%} above the rung below's fastest ({low:.3f}{unit}){widest}, and the course's "
+                    f"{bar:.2f}{unit} judges {sum(f.as_expected(bar) for f in figures if f.rung.expect != 'report')} of "
+                    f"{sum(len(f.values) for f in figures if f.rung.expect != 'report')} runs as their rungs expect")
 
 
 def _inside(value: float, floor: float, ceiling: float) -> float:
@@ -199,6 +209,8 @@ def override_toml(proposals: list[Proposal], arch: str, gpu: str, runs: int) -> 
     for p in proposals:
         lines.append(f'["{p.key}".by_arch.{arch}]')
         lines.append(f"bar = {p.proposed if p.proposed is not None else p.current.bar}")
+        if p.current.provisional:   # calibrated now, on this architecture: no longer provisional here
+            lines.append('provisional = ""')
         if p.proposed is None:
             lines.append(f"not_gradable = {_quote(p.why_none)}")
         lines.append(f"calibration = {_quote(p.calibration(gpu, runs))}")
@@ -213,15 +225,17 @@ def _quote(text: str) -> str:
 
 def report(p: Proposal) -> str:
     """What `ladder calibrate` prints for one bar."""
-    lines = [f"{p.key} ({p.kind}): bar {p.current.bar:.2f}x ({p.current.source}) "
+    bar = f"{p.current.bar:.2f}{p.current.unit}"
+    note = f"; provisional until now: {p.current.provisional}" if p.current.provisional else ""
+    lines = [f"{p.key} ({p.kind}): bar {bar} ({p.current.source}{note}) "
              f"{'separates' if p.separates else 'does NOT separate'} the rungs on this GPU"]
     for f in p.figures:
         if f.rung.expect == "report":
-            above = sum(s >= p.current.bar for s in f.speedups)
-            lines.append(f"  report  {f.rung.label}: {f.spread()}, {above}/{len(f.speedups)} at or above "
-                         f"{p.current.bar:.2f}x (reported; the bar does not judge it)")
+            above = sum(s >= p.current.bar for s in f.values)
+            lines.append(f"  report  {f.rung.label}: {f.spread()}, {above}/{len(f.values)} at or above "
+                         f"{bar} (reported; the bar does not judge it)")
             continue
         lines.append(f"  {f.rung.expect:4}  {f.rung.label}: {f.spread()}, "
-                     f"{f.as_expected(p.current.bar)}/{len(f.speedups)} {f.rung.expect} at {p.current.bar:.2f}x")
+                     f"{f.as_expected(p.current.bar)}/{len(f.values)} {f.rung.expect} at {bar}")
     lines.append(f"  {p.verdict()}")
     return "\n".join(lines)

@@ -2,7 +2,13 @@
 plus bytes written), and matmul throughput through torch in fp32 (TF32 off) and fp16, and in fp8 where the
 GPU has FP8 tensor cores (chapter 9: `torch._scaled_mm` with one scale a tensor, cuBLAS). They are measured
 once per GPU and cached as JSON (LADDER_CACHE_DIR), so plots and reports can quote them without measuring
-again."""
+again.
+
+A cached file is the learner's to edit, so no verdict rests on it. A copy-ceiling bar (grader/bars.toml,
+`kind = "copy-ceiling"`) is graded against the copy ceiling measured in the same run instead: a copy
+contender (`CopyCeiling`) is timed in the speed check's own interleaved rounds, by the same backend and the
+same process as the torch baseline (the grader's verifier, when grading), and `ceiling_fraction` is the one
+place the fraction is computed."""
 
 from __future__ import annotations
 
@@ -98,6 +104,52 @@ def ceilings(remeasure: bool = False) -> Ceilings | None:
     if gpu_info() is None:
         return None
     return (None if remeasure else cached_ceilings()) or measure_ceilings()
+
+
+# ------------------------------------------------------------------ the copy ceiling, measured in the run
+
+COPY_NAME = "copy ceiling"     # the contender's name in a speed check's timings
+COPY_MIN_BYTES = 256 << 20     # each way: far above the L2 of the GPUs the course names (50-60 MB)
+COPY_L2_MULTIPLE = 4           # and at least this many times this GPU's own L2
+COPY_CPU_BYTES = 32 << 20      # without a GPU (the CPU backend's tests of the same path)
+
+
+class CopyCeiling:
+    """A device-to-device copy of a buffer far larger than the L2, timed as a contender of a speed check.
+
+    Its round medians give the copy ceiling of this run (bytes read plus written per second); its buffers are
+    the grader's own (allocated in the process that times, filled from the OS seed), so nothing the learner's
+    code writes can make it slower or faster except by loading the GPU, which slows torch's baseline alike."""
+
+    def __init__(self, device: str):
+        import torch
+
+        from .correctness import fresh_generator
+
+        nbytes = COPY_CPU_BYTES
+        if device == "cuda":
+            info = gpu_info()
+            nbytes = max(COPY_MIN_BYTES, COPY_L2_MULTIPLE * (info.l2_bytes if info else 0))
+        gen, _ = fresh_generator(device)
+        self.src = torch.randn(nbytes // 4, generator=gen, device=device)
+        self.dst = torch.empty_like(self.src)
+        self.bytes = 2 * self.src.numel() * 4     # read once, written once
+
+    def __call__(self):
+        return self.dst.copy_(self.src)
+
+    def gbps(self, ms: float) -> float:
+        return self.bytes / (ms * 1e-3) / 1e9
+
+
+def ceiling_fraction(bytes_moved: int, ms: float, copy_bytes: int, copy_ms: float) -> float:
+    """The learner's rate, `bytes_moved` in `ms`, as a fraction of the copy rate measured in the same run
+    (`copy_bytes` read plus written in `copy_ms`): the figure a copy-ceiling bar grades. Both times are the
+    same run's, from the same clock: the trusted time of the learner's calls, and the asking process's own
+    timing of its copy."""
+    if ms <= 0 or copy_ms <= 0:
+        raise ValueError(f"a fraction of the copy ceiling needs positive times, got {ms} ms and {copy_ms} ms")
+    return (bytes_moved / ms) / (copy_bytes / copy_ms)
 
 
 def cached_ceilings() -> Ceilings | None:

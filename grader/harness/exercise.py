@@ -24,7 +24,7 @@ from ..isolation.seam import LearnerFunction, as_learner, own_kernel_work
 from . import correctness, timing
 from ..isolation.rules import enforce_traced_timing
 from .bars import bar_for
-from .ceilings import ceilings
+from .ceilings import COPY_NAME, CopyCeiling, ceiling_fraction, ceilings
 from .feasibility import not_gradable_here, settle
 from .kernel_time import KernelTime
 from .outputs import Packed
@@ -358,7 +358,7 @@ def measure_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | No
                 # computed on the GPU (grader.cuda.neighbours): measured once more, and reported as it then stands.
                 first = result
                 result = _measure(ex, fn, bar, dev, None, size)
-                result.remeasured_from, result.remeasured_because = first.speedup, why
+                result.remeasured_from, result.remeasured_because = first.value, why
                 if why == "crowded":
                     result.first_neighbours = "; ".join(n.describe() for n in first.neighbours.crowding[:4])
                 if result.crowded:
@@ -390,8 +390,9 @@ def check_speed(ex: Exercise, fn, bar_key: str | None = None, device: str | None
         return settle(result, out_of_reach, verbose)
     if not result.passed and result.graded:
         hint = f"\nHint: {ex.speed_hint}" if ex.speed_hint else ""
-        raise CheckFailed(result.report() + f"\nNeeds at least {result.bar:.2f}x {ex.baseline_name}.{hint}",
-                          reason="below-bar")
+        needs = result.describe_value(result.bar) if result.fraction is not None else \
+            f"{result.bar:.2f}x {ex.baseline_name}"
+        raise CheckFailed(result.report() + f"\nNeeds at least {needs}.{hint}", reason="below-bar")
     if gpu:
         _requirements(ex, fn, label, "after-speed")
     if verbose:
@@ -429,6 +430,14 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
     baselines = {ex.baseline_name: ex.baseline, **ex.baseline_alternatives}
     for name, alt in ex.baseline_alternatives.items():
         others[name] = (lambda a=alt: a(*inputs, out_base))
+    # A copy-ceiling bar: the copy ceiling is one more contender of the same rounds, timed where torch's baseline
+    # is (grader.harness.ceilings), and each round's fraction decides whether the verdict has settled.
+    copy = CopyCeiling(dev) if bar.is_fraction else None
+    if copy is not None:
+        others[COPY_NAME] = copy
+        settled = timing.clear_of(bar.bar, [COPY_NAME], scale=ex.bytes_moved(size) / copy.bytes)
+    else:
+        settled = timing.clear_of(bar.bar, list(baselines))
     backend = backend or (timing.BatchBackend(device=dev) if dev == "cuda" else timing.CPUBackend())
     sampler = _TimedSets(ex, size, dev, inputs, pristine, guard, what)
     candidate = fn.batch(sampler.argsets, after_batch=sampler.after_batch)
@@ -438,24 +447,39 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
     else:
         baseline = lambda: ex.baseline(*inputs, out_base)  # noqa: E731
     cmp = timing.compare(candidate, baseline, others=others, backend=backend, baseline_name=ex.baseline_name,
-                         settled=timing.clear_of(bar.bar, list(baselines)))
+                         settled=settled)
     cmp = cmp.against_fastest_of(list(baselines))
     kernels = _traced(ex, fn, candidate, baseline, sampler, backend, cmp, what)
 
     # The timed launches must have computed the answer: poison, run once more, check.
     launch_and_verify(ex, fn, size, inputs, pristine, out, what + " (after timing)", guard)
 
-    ceil = ceilings() if dev == "cuda" else None
     info = gpu_info() if dev == "cuda" else None
-    flags = _physical_limits(ex, size, cmp.candidate.median_ms, ceil, what) + _clock_disagreement(candidate)
+    fraction = run_gbps = None
+    if copy is not None:
+        copy_ms = cmp.others[COPY_NAME].median_ms
+        fraction = ceiling_fraction(ex.bytes_moved(size), cmp.candidate.median_ms, copy.bytes, copy_ms)
+        run_gbps = ceiling_value = copy.gbps(copy_ms)
+        others.pop(COPY_NAME)   # its buffers (half a GiB on most GPUs) are freed here, not at the next check
+        del copy
+    else:
+        ceil = ceilings() if dev == "cuda" else None
+        ceiling_value = ceil.value(ex.ceiling) if ceil else None
+    # Without a GPU nothing is physically bounded: the CPU backend only exercises the same arithmetic.
+    flags = (_physical_limits(ex, size, cmp.candidate.median_ms, ceiling_value if dev == "cuda" else None, what,
+                              run_gbps is not None)
+             + _clock_disagreement(candidate))
+    passed = (fraction if fraction is not None else cmp.speedup) >= bar.bar
     return SpeedResult(
         key=bar.key, title=ex.title, size=ex.describe_size(size), gpu=info.name if info else "CPU backend",
-        comparison=cmp, bar=bar.bar, graded=bar.graded, passed=cmp.speedup >= bar.bar,
-        bytes_moved=ex.bytes_moved(size), flops=ex.flops(size) if ex.flops else None, ceiling_name=ex.ceiling,
-        ceiling_value=ceil.value(ex.ceiling) if ceil else None, baseline_name=cmp.baseline.name,
-        others={n: t.median_ms for n, t in cmp.others.items()}, unavailable=unavailable, flags=flags,
-        kernels=kernels, timed_where=fn.timed_where, events_ms=_median(candidate.event_rounds_ms),
-        integrity=_integrity(candidate))
+        comparison=cmp, bar=bar.bar, graded=bar.graded, passed=passed,
+        bytes_moved=ex.bytes_moved(size), flops=ex.flops(size) if ex.flops and fraction is None else None,
+        ceiling_name="copy_gbps" if fraction is not None else ex.ceiling, ceiling_value=ceiling_value,
+        baseline_name=cmp.baseline.name,
+        others={n: t.median_ms for n, t in cmp.others.items() if n != COPY_NAME}, unavailable=unavailable,
+        flags=flags, kernels=kernels, timed_where=fn.timed_where, events_ms=_median(candidate.event_rounds_ms),
+        integrity=_integrity(candidate), kind=bar.kind, fraction=fraction, run_copy_gbps=run_gbps,
+        provisional=bar.provisional)
 
 
 def _clock_disagreement(batch) -> list[str]:
@@ -546,19 +570,19 @@ def _traced_pair(batch, median_ms: float, backend, sampler: "_TimedSets", what: 
 LIMIT_FACTOR = {"copy_gbps": 1.15, "fp32_tflops": 2.0, "fp16_tflops": 2.0, "fp8_tflops": 2.0}
 
 
-def _physical_limits(ex: Exercise, size, ms: float, ceil, what: str) -> list[str]:
-    """Fail a time no kernel can reach on this GPU; flag one that beats the measured ceiling."""
-    if ceil is None or ms <= 0:
+def _physical_limits(ex: Exercise, size, ms: float, limit_value: float | None, what: str,
+                     in_run: bool = False) -> list[str]:
+    """Fail a time no kernel can reach on this GPU; flag one that beats the measured ceiling (`limit_value`, of
+    the exercise's `ceiling`; `in_run`: the copy ceiling measured in this run, not the cached one)."""
+    if not limit_value or ms <= 0:
         return []
-    if ex.flops:
+    if ex.flops and not in_run:
         rate, unit = ex.flops(size) / (ms * 1e-3) / 1e12, "TFLOP/s"
     else:
         rate, unit = ex.bytes_moved(size) / (ms * 1e-3) / 1e9, "GB/s"
-    limit_value = ceil.value(ex.ceiling)
-    if not limit_value:
-        return []
-    name = CEILING_NAMES.get(ex.ceiling, ex.ceiling)
-    if rate > LIMIT_FACTOR.get(ex.ceiling, 2.0) * limit_value:
+    ceiling = "copy_gbps" if in_run else ex.ceiling
+    name = CEILING_NAMES.get(ceiling, ceiling) + (", measured in this run" if in_run else "")
+    if rate > LIMIT_FACTOR.get(ceiling, 2.0) * limit_value:
         raise CheckFailed(f"{what}: measured {rate:,.1f} {unit}, {rate / limit_value:.2f}x this GPU's {name} "
                           f"({limit_value:,.1f} {unit}). No kernel can go that fast here, so the timing cannot be "
                           "trusted: was the work really done during the timed calls?", reason="too-fast")
@@ -666,6 +690,8 @@ def reported_beside(ex: Exercise, inputs, dev: str) -> tuple[dict, dict]:
             other = factory()
             other(*inputs)  # compile and warm up outside the timed rounds
             others[name] = (lambda o=other: o(*inputs))
+        except LadderError as exc:   # the entry's own words: this torch or GPU lacks what it needs
+            unavailable[name] = str(exc).splitlines()[0]
         except Exception as exc:  # reported only, never graded: say why and go on
             unavailable[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     return others, unavailable

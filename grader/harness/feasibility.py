@@ -76,7 +76,7 @@ class Gradability:
                  f"{CAPABILITIES[f.capability].consequence}." for f in self.missing]
         if not self.runs:
             return " ".join(parts)
-        return (f"the bar ({self.bar.bar:.2f}x {self.bar.baseline}) assumes {' '.join(parts)} "
+        return (f"the bar ({self.bar.describe()}) assumes {' '.join(parts)} "
                 "Correctness is graded as on every GPU.")
 
 

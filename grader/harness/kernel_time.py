@@ -92,8 +92,11 @@ class KernelTime:
                          "between launches, argument conversion, or compiling")
         return found
 
-    def lines(self, call_ms: float, baseline_ms: float, baseline_name: str, bar: float, passed: bool) -> list[str]:
-        """The speed report's lines about kernels, for a call that took `call_ms` (untraced median)."""
+    def lines(self, call_ms: float, baseline_ms: float, baseline_name: str, bar: float, passed: bool,
+              graded_at=None, bar_text: str | None = None) -> list[str]:
+        """The speed report's lines about kernels, for a call that took `call_ms` (untraced median). `graded_at(ms)`
+        gives the figure the bar judges, and its words, had a call taken `ms` (default: the speedup over the
+        baseline); `bar_text`, the bar in words."""
         if self.note is not None:
             return [f"  device trace: not available here ({self.note}); the grader's other checks still apply"]
         out = []
@@ -108,9 +111,11 @@ class KernelTime:
         out.append(f"  {'kernels alone':<16}{self.kernel_ms:9.3f} ms per call ({launches}; fills and copies "
                    f"{self.other_ms:.3f} ms); outside them {gap:.3f} ms per call; host time in your launcher "
                    f"{self.host_ms:.3f} ms per call")
-        alone = baseline_ms / self.kernel_ms if self.kernel_ms > 0 else 0.0
+        if graded_at is None:
+            graded_at = lambda ms: (baseline_ms / ms, f"{baseline_ms / ms:.2f}x {baseline_name}")  # noqa: E731
+        alone, alone_text = graded_at(self.kernel_ms) if self.kernel_ms > 0 else (0.0, "")
         if not passed and alone >= bar:
-            out.append(f"  ⓘ your kernels alone would clear the bar ({alone:.2f}x {baseline_name}, bar {bar:.2f}x); the "
+            out.append(f"  ⓘ your kernels alone would clear the bar ({alone_text}, bar {bar_text or f'{bar:.2f}x'}); the "
                        f"call does not, because {gap:.3f} ms of each call is spent outside them. Likely cause: "
                        + "; ".join(self.causes()) + ".")
         out.append(f"  device trace: a traced batch of {self.calls} calls after timing (timed batches run untraced, so "

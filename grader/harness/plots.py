@@ -42,7 +42,7 @@ def plot_results(*results, title: str = ""):
             labels.append(f"{label}{where}")
             values.append(r.rate())
             colors.append("tab:orange")
-            notes.append(f"{r.speedup:.3f}×" if r.speedup < 0.1 else f"{r.speedup:.2f}×")
+            notes.append(f"{r.speedup:.3f}× {baseline}" if r.speedup < 0.1 else f"{r.speedup:.2f}× {baseline}")
             # The rate the learner's kernels alone reach (GPU time from the traced batch), beside the call's.
             alone.append((len(labels) - 1, r.rate(r.kernel_ms)) if r.kernel_ms else None)
         last = members[-1][1]
@@ -64,7 +64,7 @@ def plot_results(*results, title: str = ""):
     for bar, value, note in zip(bars, values, notes):
         if not note:
             continue
-        ax.text(bar.get_x() + bar.get_width() / 2, value, f"{note} torch", ha="center", va="bottom", fontsize=8)
+        ax.text(bar.get_x() + bar.get_width() / 2, value, note, ha="center", va="bottom", fontsize=8)
     marks = [m for m in alone if m is not None]
     if marks:
         width = bars[0].get_width()
@@ -76,8 +76,9 @@ def plot_results(*results, title: str = ""):
     if ceiling is not None:
         ax.axhline(ceiling.ceiling_value, color="black", linestyle="--", linewidth=1)
         digits = 1 if unit == "TFLOP/s" else 0
-        ax.text(-0.5, ceiling.ceiling_value * 1.01, f"{CEILING_NAMES.get(ceiling.ceiling_name, ceiling.ceiling_name)} "
-                f"{ceiling.ceiling_value:,.{digits}f} {unit}", ha="left", va="bottom", fontsize=8)
+        in_run = ", measured in the run" if ceiling.run_copy_gbps else ""
+        ax.text(-0.5, ceiling.ceiling_value * 1.01, f"{CEILING_NAMES.get(ceiling.ceiling_name, ceiling.ceiling_name)}"
+                f"{in_run} {ceiling.ceiling_value:,.{digits}f} {unit}", ha="left", va="bottom", fontsize=8)
         top = max(top, ceiling.ceiling_value)
         for bar, value in zip(bars, values):
             if value > 0.12 * top:

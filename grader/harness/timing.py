@@ -257,9 +257,10 @@ SETTLED_MARGIN = 0.02
 
 
 def clear_of(bar: float, baselines: list[str], candidate: str = "yours",
-             margin: float = SETTLED_MARGIN) -> Callable[[dict[str, Timing]], bool]:
+             margin: float = SETTLED_MARGIN, scale: float = 1.0) -> Callable[[dict[str, Timing]], bool]:
     """A `settled` test for `compare`: true once every round's speedup, against the fastest of `baselines` in
-    that round, lies on the same side of `bar` and at least `margin` from it.
+    that round and times `scale`, lies on the same side of `bar` and at least `margin` from it. (`scale` turns a
+    speedup over a copy of other bytes into a fraction of the copy ceiling: grader.harness.ceilings.)
 
     The verdict is the median round's side of the bar, so it cannot change while every round agrees. Without
     this, a check kept timing until the spread of each contender was under the target, and the learner's time,
@@ -268,7 +269,7 @@ def clear_of(bar: float, baselines: list[str], candidate: str = "yours",
     more often (assets/results/class-grading/)."""
     def settled(timings: dict[str, Timing]) -> bool:
         mine = timings[candidate].rounds_ms
-        ratios = [min(timings[n].rounds_ms[i] for n in baselines) / ms for i, ms in enumerate(mine) if ms > 0]
+        ratios = [scale * min(timings[n].rounds_ms[i] for n in baselines) / ms for i, ms in enumerate(mine) if ms > 0]
         if len(ratios) < len(mine) or not ratios:
             return False
         return all(r >= bar * (1 + margin) for r in ratios) or all(r < bar * (1 - margin) for r in ratios)

@@ -4,14 +4,14 @@ the same facts (which chapters run their Triton kernels in the interpreter).
 
 From `ladder check` of each solution notebook on a CPU: CUDA C needs a GPU to run, so chapters 1-4 and
 exercise 7a are graded only in the cells where no kernel runs (napkin math, predictions, what NVRTC checks);
-Triton's interpreter runs chapters 5 and 6 and the correctness cells of exercises 7b and 8b.
+Triton's interpreter runs chapters 5, 6, 9 and 10 and the correctness cells of exercises 7b and 8b.
 """
 
 from __future__ import annotations
 
 # chapter -> the exercises whose Triton kernels run on the CPU in Triton's interpreter, correctness checked
 # in full at small sizes (None: every exercise of the chapter). Speed and memory cells need a GPU.
-INTERPRETED: dict[int, tuple[str, ...] | None] = {5: None, 6: None, 7: ("7b",), 8: ("8b",), 9: None}
+INTERPRETED: dict[int, tuple[str, ...] | None] = {5: None, 6: None, 7: ("7b",), 8: ("8b",), 9: None, 10: None}
 
 # chapter -> the compute capability below which its Triton kernels run in the interpreter, on the CPU, even with a
 # GPU: chapter 9's fp8 type (tl.float8e4nv) does not compile below sm_89 ("type fp8e4nv not supported in this

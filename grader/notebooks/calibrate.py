@@ -4,7 +4,8 @@ says per bar whether the current bar separates the rungs and proposes bars).
 Each rung is timed as a graded speed cell is: its cells (the solution notebook's learner cells, with the
 rung's submission cells in place of the solution's) run in the grader's isolated worker
 (grader.isolation.isolate), and the verifier times the learner's function through the graded
-`measure_speed`, `runs` times in one check. The arithmetic is grader.harness.calibration's.
+`measure_speed`, `runs` times in one check: each run's speedup, or for a copy-ceiling bar each run's fraction
+of the copy ceiling measured in that run. The arithmetic is grader.harness.calibration's.
 """
 
 from __future__ import annotations
@@ -75,11 +76,12 @@ def time_rung(root: Path, rung: Rung, runs: int) -> Figures:
         raise LadderError(f"rung {rung.label!r} could not be timed ({verdict.reason}): {verdict.message.strip()}")
     results = [pickle.loads(base64.b64decode(verdict.values))[f"calibration_run_{i}"] for i in range(runs)]
     bounds = [(r.integrity or {}).get("bound") or {} for r in results]
-    return Figures(rung, tuple(round(r.speedup, 4) for r in results),
-                   tuple(round(r.baseline_ms / r.events_ms, 4) for r in results if r.events_ms),
+    return Figures(rung, tuple(round(r.value, 4) for r in results),
+                   tuple(round(r.value_at(r.events_ms), 4) for r in results if r.events_ms),
                    tuple(round(b["untraced_ms"] / b["busy_ms"], 4) for b in bounds if b.get("busy_ms")),
                    tuple(r.comparison.rounds for r in results),
-                   tuple(round(r.comparison.elapsed_s, 2) for r in results))
+                   tuple(round(r.comparison.elapsed_s, 2) for r in results),
+                   unit=" of the copy ceiling" if results[0].fraction is not None else "x")
 
 
 def rungs_named(chapters: str | None, bars: str | None) -> list[Rung]:

@@ -44,8 +44,8 @@ def chapter_names(root: Path, wanted: list[str] | None) -> list[str]:
         w = w.strip()
         match = [n for n in names if n == w or (w.isdigit() and n.startswith(f"{int(w):02d}_"))]
         if not match:
-            raise LadderError(f"no chapter {w!r}: give a number (1-{len(names)}) or a folder name "
-                              f"({', '.join(names)})")
+            numbers = ", ".join(str(int(n.split("_")[0])) for n in names)
+            raise LadderError(f"no chapter {w!r}: give a number ({numbers}) or a folder name ({', '.join(names)})")
         out += [m for m in match if m not in out]
     return out
 

@@ -64,6 +64,7 @@ def feasibility(arch: archs.Arch, kernels: bool = False) -> dict:
         "arch": arch.name, "family": arch.family, "examples": arch.examples, "limits": arch.limits(),
         "capabilities": {name: {"present": f.present, "evidence": f.evidence} for name, f in found.items()},
         "bars": {r.key: {"chapter": r.chapter, "status": r.verdict.status, "bar": r.verdict.bar.bar,
+                         "kind": r.verdict.bar.kind, "provisional": r.verdict.bar.provisional,
                          "baseline": r.verdict.bar.baseline, "graded": r.verdict.bar.graded,
                          "for_this_arch": r.verdict.bar.arch is not None, "reason": r.verdict.reason(),
                          "missing": [f.capability for f in r.verdict.missing]}
@@ -164,10 +165,19 @@ def print_report(rep: dict, targets: bool) -> None:
         print(f"  fp16 matmul     {c['fp16_tflops']:>8.0f} TFLOP/s torch.mm, tensor cores")
         if c.get("fp8_tflops"):
             print(f"  fp8 matmul      {c['fp8_tflops']:>8.0f} TFLOP/s torch._scaled_mm, e4m3 (chapter 9)")
+        print("  (Reports quote these. No verdict rests on them: a copy-ceiling bar is graded against the copy "
+              "ceiling measured again in each speed check, in the same rounds as the kernel.)")
     if rep["feasibility"]:
         print_feasibility(rep["feasibility"], rep["ungradable_policy"])
     if rep.get("feasibility_error"):
         print(f"What each chapter can do here was not checked: {rep['feasibility_error']}")
+
+
+def bar_words(entry: dict) -> str:
+    """A bar of the doctor's table in words: "2.00x torch.add", "0.60 of the copy ceiling"."""
+    if entry.get("kind") == "copy-ceiling":
+        return f"{entry['bar']:.2f} of the copy ceiling"
+    return f"{entry['bar']:.2f}x {entry['baseline']}"
 
 
 def print_feasibility(tables: list[dict], policy: str) -> None:
@@ -186,7 +196,7 @@ def print_feasibility(tables: list[dict], policy: str) -> None:
             entry = t["bars"][key]
             text = _SHORT[entry["status"]]
             if entry["for_this_arch"]:
-                text = f"{text} {entry['bar']:.2f}x"
+                text = f"{text} {entry['bar']:.2f}{'' if entry.get('kind') == 'copy-ceiling' else 'x'}"
             marks = [footnotes.setdefault((t["arch"], m), len(footnotes) + 1) for m in entry["missing"]]
             if marks:
                 text += " [" + ",".join(map(str, marks)) + "]"
@@ -197,7 +207,7 @@ def print_feasibility(tables: list[dict], policy: str) -> None:
           + "".join(f"{n:<{width}}" for n in names))
     for key, row in cells.items():
         first = tables[0]["bars"][key]
-        what = f"{first['bar']:.2f}x {first['baseline']}"
+        what = bar_words(first)
         what = (what[:47] + "...") if len(what) > 50 else what
         print(f"  {key:<{keys}}{what:<52}" + "".join(f"{c:<{width}}" for c in row))
     by_arch = {t["arch"]: t for t in tables}
@@ -207,6 +217,15 @@ def print_feasibility(tables: list[dict], policy: str) -> None:
               f"{CAPABILITIES[capability].consequence}.")
     print("  graded: the speed cell passes or fails against the bar; reported: a stretch goal, never graded; "
           "a bar with its value beside the verdict is that architecture's own (grader/bars.toml).")
+    print("  Two kinds of bar: a speedup (\"x\") is your time against torch's baseline, both timed in the same run, so "
+          "it is as hard as torch makes it on that GPU; a fraction \"of the copy ceiling\" is the bytes the "
+          "operation must move over your time, against a device-to-device copy timed in the same rounds, so the "
+          "same fraction is equally hard on every GPU, and such a bar needs nothing of an architecture but its "
+          "memory.")
+    provisional = sorted({k for t in tables for k, e in t["bars"].items() if e.get("provisional")})
+    if provisional:
+        print(f"  PROVISIONAL (not calibrated yet on any GPU: the value is a guess, not a measurement): "
+              f"{', '.join(provisional)}.")
     if any(e["status"] == "not gradable" for t in tables for e in t["bars"].values()):
         print("  NOT GRADABLE: the speed cell measures and reports, then says why its bar is out of reach on that GPU; "
               f"the instructor's policy (LADDER_UNGRADABLE, now {policy!r}; docs/gpus.md) decides its points. "

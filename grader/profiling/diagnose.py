@@ -62,6 +62,12 @@ def _bytes_explain_little(s: Signature, b: Signature) -> bool:
     return extra_at_peak_us <= 0.1 * (s.time_us - b.time_us)   # False where a figure is NaN
 
 
+# The stalls of warps waiting on shared memory: to issue to its pipe (mio throttle), or for the data of a load
+# from it (short scoreboard). A conflict's extra wavefronts show as one or the other; NVIDIA's Nsight Compute
+# developers read these two stalls to tell whether conflicts limit a kernel at all.
+SHARED_PIPE_STALLS = ("mio throttle", "short scoreboard")
+
+
 def _moves_more_in_more_kernels(s: Signature, b: Signature) -> bool:
     """The launch makes more kernels and moves at least 15% more bytes than the rung beside it: a pass split
     into a kernel of its own (7b unfused: 633 MB in two kernels against 516 MB in one, assets/profiles/H100/7b)."""
@@ -95,8 +101,11 @@ CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
                _on_the_gpu(lambda s, b: max(s.ld_sectors_per_request, s.st_sectors_per_request) >= 16
                            and _top_stall(s) in ("lg throttle", "drain"))),
     Constraint("bank-conflicts", "shared-memory accesses split into several wavefronts, served one after another",
-               "smem ld ways (1 is conflict-free, 32 is every lane on one bank) and the mio throttle stall",
-               _on_the_gpu(lambda s, b: s.shared_ld_ways >= 8)),
+               "smem ld ways (1 is conflict-free, 32 is every lane on one bank) and the top stall: mio throttle or "
+               "short scoreboard, warps waiting on the shared-memory pipe",
+               # conflicts cost time only where the warps wait on that pipe: 10a's solution loads with 9.5-way
+               # conflicts at 74% of DRAM's peak, waiting on global loads (assets/profiles/H200/10a)
+               _on_the_gpu(lambda s, b: s.shared_ld_ways >= 8 and _top_stall(s) in SHARED_PIPE_STALLS)),
     Constraint("extra-memory-passes", "memory is busy, but with more bytes than the operation needs: "
                "intermediates go to memory and come back",
                "DRAM% high while the rung beside it, which moves fewer bytes, takes far less time; for a launch of "
@@ -106,9 +115,10 @@ CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
     Constraint("cache-traffic-per-flop", "operands are fetched again through L2 and L1 for every few operations: "
                "DRAM idle, the cache hit rate high, warps waiting on loads",
                "DRAM% low, L2 hit% high, long scoreboard the top stall, not tied with another (a tie prints "
-               "as a ≈ b)",
+               "as a ≈ b), on a grid of at least one wave",
+               # under one wave, the idle SMs explain idle DRAM first (too-few-programs)
                _on_the_gpu(lambda s, b: s.dram_pct < 40 and s.l2_hit_pct >= 50
-                           and _top_stall(s) == "long scoreboard")),
+                           and _top_stall(s) == "long scoreboard" and not s.waves_per_sm < 1)),
     Constraint("shared-memory-traffic", "every operation reads its operands from shared memory, whose pipe is "
                "the bottleneck", "the mio throttle stall with few bank conflicts",
                _on_the_gpu(lambda s, b: _top_stall(s) == "mio throttle" and s.shared_ld_ways < 4)),
@@ -125,6 +135,10 @@ CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
     Constraint("wasted-work", "the kernel computes results that are thrown away (masked tiles it could skip)",
                "the time against the rung beside it at the same tensor%",
                _on_the_gpu(lambda s, b: b.time_us <= 0.6 * s.time_us and s.tensor_pipe_pct >= 20)),
+    Constraint("too-few-programs", "the grid has fewer programs than the GPU has room for (under one wave): most "
+               "SMs have nothing to run, so memory is far from busy though every byte is needed",
+               "waves of blocks per SM (under 1: fewer programs than the GPU holds at once) and DRAM% low",
+               _on_the_gpu(lambda s, b: s.waves_per_sm < 1 and s.dram_pct < 40)),
     Constraint("host-bound", "the GPU waits for the host between kernels: it is busy for a small part of each "
                "call, so no faster kernel shortens the call; fewer launches do",
                "GPU busy% (a device trace of calls back to back) against the rung beside it",
@@ -158,6 +172,12 @@ class Case:
     def folder(self) -> str:
         return self.gpu or recorded.gpu_of(self.exercise)
 
+    @property
+    def recorded(self) -> bool:
+        """Whether this copy of the course holds the case's two profiles (a new chapter's are recorded on a GPU
+        after it is written: tests/test_records.py refuses to let a case without them ship)."""
+        return recorded.has(self.exercise, (self.rung, self.beside), self.folder)
+
 
 def cases(diagnose: Case | tuple[Case, ...]) -> tuple[Case, ...]:
     """A chapter's DIAGNOSE as a tuple of cases, in the order its `diagnosis()` answers them."""
@@ -165,19 +185,22 @@ def cases(diagnose: Case | tuple[Case, ...]) -> tuple[Case, ...]:
 
 
 def show(diagnose: Case | tuple[Case, ...]) -> str:
-    """Each case's two profiles (rung first), what each rung is, and its choices; the constraints once."""
+    """Each case's two profiles (rung first), what each rung is, and its choices; the constraints once. A case whose
+    profiles are not recorded yet says so, and still asks its question."""
     parts = []
     for case in cases(diagnose):
-        if not recorded.available(case.folder):
+        what = f"Exercise {case.key}: two rungs of exercise {case.exercise.split('-')[0]}"
+        if case.recorded:
+            gpu = recorded.index(case.folder)["gpu"]
+            lines = [f"{what}, profiled on {gpu}:", ""]
+            lines += [f"  {r}: {recorded.describe(case.exercise, r, case.folder)}" for r in (case.rung, case.beside)]
+            lines += ["", recorded.table(case.exercise, case.folder, only=(case.rung, case.beside))]
+        else:
             # Only until a case's recording is in place: tests/profiling/test_diagnose.py fails meanwhile.
-            parts.append(f"Exercise {case.key}: its profiles, recorded on an {case.folder}, are not in this copy of "
-                         f"the course (assets/profiles/{case.folder}/index.json is missing).")
-            continue
-        gpu = recorded.index(case.folder)["gpu"]
-        lines = [f"Exercise {case.key}: two rungs of exercise {case.exercise.split('-')[0]}, profiled on {gpu}:", ""]
-        lines += [f"  {r}: {recorded.describe(case.exercise, r, case.folder)}" for r in (case.rung, case.beside)]
-        lines += ["", recorded.table(case.exercise, case.folder, only=(case.rung, case.beside)), "",
-                  f"What binds `{case.rung}`? One of the constraints below. And its next rung? One of:"]
+            lines = [f"{what}. (The profiles of `{case.rung}` and `{case.beside}` are not recorded in this copy of "
+                     f"the course yet: assets/profiles/{case.folder}/{case.exercise}/ is recorded on an {case.folder} "
+                     "by `assets/results/gpu_measure.sh` and shipped with the chapter.)"]
+        lines += ["", f"What binds `{case.rung}`? One of the constraints below. And its next rung? One of:"]
         lines += [f"  {choice!r}" for choice in case.choices]
         parts.append("\n".join(lines))
     parts.append("The constraints:\n" + "\n".join(f"  {c.name:<24} {c.meaning}" for c in CONSTRAINTS.values()))

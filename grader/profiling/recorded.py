@@ -1,6 +1,6 @@
-"""The recorded signature of every rung, profiled on an H100 (chapter 9's, for FP8, on an H200): what learners
-without a GPU, without
-Nsight Compute or without counter access see, and the rungs a learner's own profile is shown beside.
+"""The recorded signature of every rung, profiled on an H100 (chapter 9's, for FP8, and chapter 10's on an H200):
+what learners without a GPU, without Nsight Compute or without counter access see, and the rungs a learner's own
+profile is shown beside.
 Some diagnose exercises read rungs recorded on another GPU (assets/profiles/H200/), named by their case.
 
 Layout: assets/profiles/<GPU>/index.json (per exercise: the rungs in ladder order with a line on each,
@@ -24,7 +24,7 @@ from .signature import Signature, signature_from_rows, with_trace
 PROFILES = Path(__file__).resolve().parents[2] / "assets" / "profiles"
 GPU = "H100"
 # The folders of assets/profiles/, in the order an exercise's rungs are looked for: chapters 1 to 8 were recorded
-# on an H100, chapter 9 (FP8) on an H200.
+# on an H100, chapters 9 (FP8) and 10 on an H200.
 GPUS = (GPU, "H200")
 
 
@@ -42,6 +42,16 @@ def gpu_of(exercise_key: str) -> str:
 
 def available(gpu: str | None = None) -> bool:
     return (PROFILES / gpu / "index.json").is_file() if gpu else bool(_present())
+
+
+def has(exercise_key: str, rung_names, gpu: str | None = None) -> bool:
+    """Whether `gpu`'s recordings (default: those of the GPU that recorded the exercise) hold every one of
+    `rung_names` of `exercise_key`."""
+    gpu = gpu or gpu_of(exercise_key)
+    if not available(gpu) or exercise_key not in index(gpu)["exercises"]:
+        return False
+    return all((PROFILES / gpu / exercise_key / f"{r}.csv").is_file() for r in rung_names) and \
+        set(rung_names) <= set(rungs(exercise_key, gpu))
 
 
 @cache
@@ -98,6 +108,7 @@ def _cell(v: float, fmt: str) -> str:
 COLUMNS = (("DRAM%", "dram_pct", "{:.0f}"), ("L2 hit%", "l2_hit_pct", "{:.0f}"),
            ("ld sect/req", "ld_sectors_per_request", "{:.1f}"), ("st sect/req", "st_sectors_per_request", "{:.1f}"),
            ("smem ld ways", "shared_ld_ways", "{:.1f}"), ("occupancy%", "achieved_occupancy_pct", "{:.0f}"),
+           ("waves", "waves_per_sm", "{:.2f}"),
            ("limiter", "occupancy_limiter", "{}"), ("regs", "registers_per_thread", "{}"),
            ("tensor%", "tensor_pipe_pct", "{:.0f}"), ("us", "time_us", "{:,.0f}"))
 

@@ -71,6 +71,9 @@ class Signature:
     tensor_pipe_pct: float           # sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active
     fp32_flops: float                # 2 x FFMA + FADD + FMUL thread instructions
     dram_bytes: float                # dram__bytes_read.sum + dram__bytes_write.sum
+    # launch__waves_per_multiprocessor: the grid over what the SMs hold at once at this occupancy (under 1:
+    # fewer blocks than the GPU could run, so some SMs have none). NaN in profiles recorded without it.
+    waves_per_sm: float = math.nan
     launch_kernels: int = 1          # kernels in the profiled call
     launch_time_us: float = math.nan   # their gpu__time_duration.sum, added
     launch_dram_bytes: float = math.nan  # their DRAM bytes, added
@@ -113,7 +116,8 @@ class Signature:
             f"(1 = no bank conflicts), {num(self.bank_conflicts, '{:,.0f}')} conflicts"),
             (f"  occupancy: {pct(self.achieved_occupancy_pct)} achieved of {pct(self.theoretical_occupancy_pct)} "
             f"possible, limited by {self.occupancy_limiter} ({self.registers_per_thread} registers/thread, "
-            f"{self.shared_bytes_per_block:,} B shared/block)"),
+            f"{self.shared_bytes_per_block:,} B shared/block); {num(self.waves_per_sm, '{:.2f}')} waves of blocks "
+            "per SM"),
             f"  top stalls (warps per issued instruction): {stalls}",
             f"  tensor pipe {pct(self.tensor_pipe_pct)} of active cycles",
         ]
@@ -187,6 +191,7 @@ def signature_of(row: KernelRow, exercise: str = "", rung: str = "") -> Signatur
                     + g("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum")
                     + g("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum")),
         dram_bytes=g("dram__bytes_read.sum") + g("dram__bytes_write.sum"),
+        waves_per_sm=g("launch__waves_per_multiprocessor"),
         launch_time_us=g("gpu__time_duration.sum"),
         launch_dram_bytes=g("dram__bytes_read.sum") + g("dram__bytes_write.sum"),
     )

@@ -100,17 +100,18 @@ TRITON_CHAPTERS = sorted(shipped.triton_chapters())
 
 
 def test_the_triton_chapters_are_found():
-    assert TRITON_CHAPTERS == ["ch05", "ch06", "ch07"]
+    assert TRITON_CHAPTERS == ["ch05", "ch06", "ch07", "ch10"]
 
 
 def _promised(chapter: str, kernel: str, arch: archs.Arch) -> str | None:
     """The tensor-core instruction the chapter's text promises for a tl.dot kernel on `arch`: none on
     sm_75 (Triton 3.3 and later compile tl.dot to FMA there: chapter 5's introduction), `mma.sync` on
     sm_80 to sm_89, `wgmma` on Hopper, except chapter 5's worked 32 x 32 kernel, whose text says a
-    32-row tile is too small for wgmma."""
+    32-row tile is too small for wgmma, and chapter 10's decode kernels, whose tiles have 16 rows."""
     if arch.name == "sm_75":
         return None
-    if arch.name == "sm_90" and not (chapter == "ch05" and kernel == "naive_matmul_kernel"):
+    # Chapter 10's products are a GQA group's 16 rows against a tile of keys: too few rows for wgmma (64 a warp group).
+    if arch.name == "sm_90" and not (chapter == "ch05" and kernel == "naive_matmul_kernel") and chapter != "ch10":
         return "wgmma.mma_async"
     return "mma.sync"
 

@@ -197,6 +197,6 @@ def test_a_crowded_verdict_is_measured_again_and_reported(monkeypatch, second_cr
     result = exercise.measure_speed(ex, lambda *a: None)
     assert not results, "measured twice"
     assert result.remeasured_because == "crowded" and result.remeasured_from == pytest.approx(0.8)
-    assert "measured again after a first timing at 0.80x beside pid 4242" in result.report()
+    assert "measured again after a first timing at 0.80x torch.mm beside pid 4242" in result.report()
     flagged = any("twice" in flag for flag in result.flags)
     assert flagged == second_crowded

@@ -44,9 +44,9 @@ def test_a_speed_cell_is_read_back_from_its_own_report_passed_or_below_the_bar()
                                 "evalue": below.report() + "\nNeeds at least 0.75x torch.mm.\n[reason: below-bar]"}]),
         _graded_cell("unmeasured", [{"output_type": "stream", "name": "stdout", "text": "correct\n"}])])
     got = [report.speed_from(c) for c in grade_cells(nb)]
-    assert (got[0].exercise, got[0].speedup, got[0].bar, got[0].passed, got[0].gpu) == (
+    assert (got[0].exercise, got[0].value, got[0].bar, got[0].passed, got[0].gpu) == (
         "5a", 0.8, 0.75, True, "NVIDIA H100 80GB HBM3")
-    assert (got[1].exercise, got[1].speedup, got[1].passed) == ("5a", 0.5, False)
+    assert (got[1].exercise, got[1].value, got[1].passed) == ("5a", 0.5, False)
     assert got[2] is None
 
 
@@ -56,7 +56,7 @@ def test_the_recorded_rungs_are_the_medians_of_their_calibration_runs():
     recorded = report.recorded_rungs(ROOT / "assets" / "results")
     rungs = {r.name: r for r in recorded["5a"] if r.gpu == data["gpu"]}
     assert {"naive_5a", "solution"} <= set(rungs)
-    assert rungs["solution"].speedup == statistics.median(r["speedup"] for r in solution["runs"])
+    assert rungs["solution"].value == statistics.median(r["speedup"] for r in solution["runs"])
     five_b = json.loads((ROOT / "assets/results/calibration/ch05-5b-sm90/h100/ch05-5b-calibration.json").read_text())
     assert five_b["gpu"] in {r.gpu for r in recorded["5b"]} and data["gpu"] in {r.gpu for r in recorded["5b"]}
 
@@ -68,8 +68,8 @@ def test_the_recorded_rungs_include_ladder_calibrates_own_records():
     bar = next(b for b in data["bars"] if b["key"] == "5a")
     solution = next(r for r in bar["rungs"] if r["label"].endswith("(solution)"))
     rungs = {r.name: r for r in report.recorded_rungs(ROOT / "assets" / "results")["5a"] if r.gpu == data["gpu"]}
-    assert rungs["solution"].speedup == statistics.median(solution["speedups"])
-    assert "naive_5a" in rungs and rungs["naive_5a"].speedup < 0.75 < rungs["solution"].speedup
+    assert rungs["solution"].value == statistics.median(solution["speedups"])
+    assert "naive_5a" in rungs and rungs["naive_5a"].value < 0.75 < rungs["solution"].value
 
 
 def test_the_leaderboard_shows_names_initials_or_nothing():
@@ -106,7 +106,7 @@ def test_each_exercise_gets_its_speeds_against_the_bar_and_its_fastest_kernels_i
     five_a = sections["5a"]
     assert (five_a["count"], five_a["passed"], five_a["median"], five_a["bar"]) == (3, 2, 0.9, 0.75)
     assert [r.name for r in five_a["rungs"]] == ["solution"]   # the rungs measured on the class's GPU
-    assert [r["speedup"] for r in five_a["leaders"]] == [1.0, 0.9, 0.6]
+    assert [r["value"] for r in five_a["leaders"]] == [1.0, 0.9, 0.6]
     assert [r["who"] for r in five_a["leaders"]] == {"names": ["cy", "ada_l", "bo"], "initials": ["C", "AL", "B"],
                                                       "none": ["", "", ""]}[setting]
     assert five_a["figure"].startswith("data:image/png;base64,")

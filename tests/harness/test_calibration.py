@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -166,7 +167,7 @@ def test_rungs_closer_than_the_margin_give_no_bar_and_a_bar_between_them_is_call
     p = propose(bar_for("2", None), [faster, slower])
     assert p.proposed is None and "not gradable here" in p.why_none
     assert not p.separates                                 # 2.0x: the rung that must pass misses it
-    assert faster.as_expected(2.0) == 0 and slower.as_expected(2.0) == len(slower.speedups)
+    assert faster.as_expected(2.0) == 0 and slower.as_expected(2.0) == len(slower.values)
 
 
 # ------------------------------------------------------------------------------------ the override file
@@ -227,19 +228,25 @@ def test_the_command_reports_and_writes_chapter_1_from_the_recorded_h100_figures
     assert [b["key"] for b in record["bars"]] == ["1a", "1a-stretch", "1b"] and record["runs"] == 10
 
 
+class RecordedRun(SimpleNamespace):
+    """What time_rung reads of a SpeedResult (grader.harness.results), a speedup bar's."""
+
+    def value_at(self, ms):
+        return self.baseline_ms / ms
+
+
 def test_a_rung_keeps_each_runs_ratio_by_both_clocks_and_its_nearness_to_the_traced_bound(monkeypatch):
     """time_rung reads the verifier's values of the timing cell: the trusted speedup decides, the events' and
     the untraced/traced ratio are kept for the record."""
     import base64
     import pickle
-    from types import SimpleNamespace
 
     from grader.notebooks import calibrate
 
     r = rungs(["ch01"])[0]
-    runs = [SimpleNamespace(speedup=0.9 + i / 100, baseline_ms=1.0, events_ms=1 / (0.91 + i / 100),
-                            comparison=SimpleNamespace(rounds=5 + i, elapsed_s=1.234 + i),
-                            integrity={"bound": {"untraced_ms": 0.29 + i / 1000, "busy_ms": 0.30}}) for i in range(3)]
+    runs = [RecordedRun(value=0.9 + i / 100, baseline_ms=1.0, fraction=None, events_ms=1 / (0.91 + i / 100),
+                        comparison=SimpleNamespace(rounds=5 + i, elapsed_s=1.234 + i),
+                        integrity={"bound": {"untraced_ms": 0.29 + i / 1000, "busy_ms": 0.30}}) for i in range(3)]
     runs[2].integrity = {}     # a run without the traced figures (no trace on this path): no ratio, no error
     values = base64.b64encode(pickle.dumps({f"calibration_run_{i}": x for i, x in enumerate(runs)}))
     seen = {}
@@ -250,8 +257,8 @@ def test_a_rung_keeps_each_runs_ratio_by_both_clocks_and_its_nearness_to_the_tra
 
     monkeypatch.setattr(calibrate, "check_sources", check)
     found = calibrate.time_rung(ROOT, r, 3)
-    assert found.speedups == (0.9, 0.91, 0.92)
-    assert found.event_speedups == (0.91, 0.92, 0.93)
+    assert found.values == (0.9, 0.91, 0.92) and found.unit == "x"
+    assert found.event_values == (0.91, 0.92, 0.93)
     assert found.traced_ratios == (pytest.approx(0.29 / 0.30, abs=1e-4), pytest.approx(0.291 / 0.30, abs=1e-4))
     assert found.rounds == (5, 6, 7) and found.timing_s == (1.23, 2.23, 3.23)
     assert seen["test"].count("measure_speed(") == 3
@@ -261,7 +268,7 @@ def test_a_report_rung_is_timed_and_printed_but_judged_by_no_bar():
     """8b on an H200: the unfused kernels clear 8b's bar, as the chapter teaches, and do not make it ungradable."""
     record = json.loads((ROOT / "assets/results/calibration/trusted-h200/bar-8b.json").read_text())
     table = {r.label: r for r in rungs(["ch08"])}
-    figures = [Figures(table[r["label"]], tuple(r["speedups"])) for r in record["bars"][0]["rungs"]]
+    figures = [Figures(table[r["label"]], tuple(r["speedups"])) for r in record["bars"][0]["rungs"]]   # an older record
     assert sorted(f.rung.expect for f in figures) == ["fail", "pass", "report"]
     p = propose(bar_for("8b"), figures)
     assert p.separates and p.proposed is not None   # the solution against chapter 5's naive matmul alone

@@ -39,6 +39,8 @@ def test_every_calibration_names_the_gpu_it_was_measured_on():
     for key, fields in table.items():
         entries = [fields, *(fields.get("by_arch") or {}).values()]
         for entry in entries:
+            if entry.get("provisional", fields.get("provisional")):
+                continue   # not calibrated on any GPU yet, and says so: tests/test_records.py keeps it from shipping
             text = entry.get("calibration", "")
             assert text and any(gpu in text for gpu in ("H100", "H200")), f"{key}: {text!r}"
             assert "not yet timed" not in text, f"{key}: stale calibration {text!r}"

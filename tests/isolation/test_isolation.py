@@ -146,6 +146,35 @@ def test_timed_batches_on_a_cpu_recheck_outputs_and_count_launches():
         handle.close()
 
 
+@pytest.mark.slow
+def test_a_copy_ceiling_verdict_rests_on_the_asking_processs_time_of_the_workers_calls(tmp_path, monkeypatch):
+    """A copy-ceiling bar through a worker on the CPU: the learner's calls are timed by the asking process around
+    each request (grader.isolation.trusted), the copy by the asking process itself in the same rounds, and the
+    fraction is computed from those two and nothing else."""
+    from grader.chapters import ch05
+    from grader.harness.ceilings import COPY_NAME, ceiling_fraction
+    from grader.harness.exercise import measure_speed
+    from grader.harness.timing import BatchBackend
+    from grader.isolation.remote import RemoteFunction, WorkerHandle
+
+    override = tmp_path / "bars.toml"
+    override.write_text('["5a"]\nkind = "copy-ceiling"\nbar = 0.5\n')
+    monkeypatch.setenv("LADDER_BARS", str(override))
+    handle = WorkerHandle()
+    try:
+        handle.load(nbcells.learner_cells(CH05, "matmul-visible"), {})
+        fn = RemoteFunction(handle, "matmul")
+        r = measure_speed(ch05.MATMUL, fn, "5a", device="cpu", backend=BatchBackend(target_ms=5, batches=2, device="cpu"),
+                          size=(32, 32, 32))
+    finally:
+        handle.close()
+    copy = r.comparison.others[COPY_NAME]
+    assert r.kind == "copy-ceiling" and len(copy.rounds_ms) == r.comparison.rounds
+    assert r.fraction == pytest.approx(ceiling_fraction(r.bytes_moved, r.comparison.candidate.median_ms,
+                                                        2 * (32 << 20), copy.median_ms))
+    assert "the grader's own process, which runs none of your code" in r.timed_where and r.integrity["requests"] > 0
+
+
 FINGERPRINT = """
 @triton.jit
 def first_kernel(src_ptr, dst_ptr):

@@ -155,7 +155,7 @@ def test_ladder_check_names_a_missing_chapter_and_how_to_get_it(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     with pytest.raises(LadderError, match=r"chapter 1 \(01_vector_add\) has no copy in .*work: run `ladder start 1`"):
         resolve_notebook("1")
-    with pytest.raises(LadderError, match=r"no chapter '99': give a number \(1-\d+\)"):
+    with pytest.raises(LadderError, match=r"no chapter '99': give a number \(1, 2, 3, 4, 5, 6, 7, 8, .*10\)"):
         resolve_notebook("99")
     with pytest.raises(LadderError, match=r"mine\.ipynb: no such file"):
         resolve_notebook("mine.ipynb")

@@ -973,6 +973,12 @@ PROFILE_QUOTES = [
                                             ("time_us", "in {:,.0f} µs")]),
     ("09", "profile-md", "9b", "fp16_tiles", [("tensor_pipe_pct", "about as busy, {:.0f}%"),
                                               ("time_us", "for {:,.0f} µs")]),
+    ("10", "profile-md", "10b", "solution", [("dram_pct", "the split solution keeps it at {:.0f}% of DRAM peak"),
+                                             ("time_us", "the split kernel's {:,.0f} µs"),
+                                             ("waves_per_sm", "the split solution's {:.2f}")]),
+    ("10", "profile-md", "10b", "unsplit", [("dram_pct", "unsplit rung at {:.0f}%"), ("time_us", "takes {:,.0f} µs"),
+                                            ("waves_per_sm", "programs are {:.2f} waves")]),
+    ("10", "profile-md", "10a", "solution", [("dram_pct", "the recorded solution keeps DRAM at {:.0f}% of its peak")]),
 ]
 
 
@@ -998,6 +1004,141 @@ def test_the_float4_transpose_stretch_is_quoted_from_its_runs():
     assert f"bar of {BARS['2-stretch']['bar']}× torch" in text
     assert f"an H100 ({float(graded[3]):.1f}×" in text   # the graded kernel's median
 
+
+def test_chapter_10_figures_are_its_cases_arithmetic_and_the_recorded_ceilings():
+    """Chapter 10 quotes only what its own cases imply (grader/chapters/ch10.py) and the ceilings recorded with the
+    calibrations; its GPU measurements are printed live by its cells, never quoted before they are recorded."""
+    from grader.chapters import ch10
+
+    speed, split = ch10.SPEED, ch10.SPLIT_SPEED
+    text = chapter_cell("10", "napkin-after")
+    assert numbers(text, r"\(64 sequences of ([\d,]+) to ([\d,]+) tokens, ([\d,]+) in all") == [
+        min(speed.lengths), max(speed.lengths), speed.tokens]
+    moved = ch10.decode_bytes(speed)
+    assert numbers(text, r"moves ([\d,]+) bytes, ([\d.]+) GiB") == pytest.approx([moved, moved / 2**30], rel=0.01)
+    assert numbers(text, r"a floor of (\d+) µs on an H200 \(([\d,]+) GB/s\) and (\d+) µs on an H100 \(([\d,]+) GB/s\)") \
+        == pytest.approx([moved / H200["copy_gbps"] / 1e3, H200["copy_gbps"], moved / H100["copy_gbps"] / 1e3,
+                          H100["copy_gbps"]], rel=0.005)
+    napkin = chapter_cell("10", "napkin-md")
+    assert numbers(napkin, r"about (\d+) FLOPs a byte from an H100 SXM's data sheet \((\d+) TFLOP/s dense over ([\d.]+) TB/s\)") \
+        == pytest.approx([SHEET_TFLOPS_FP16 / SHEET_TBPS, SHEET_TFLOPS_FP16, SHEET_TBPS], rel=0.01)
+    assert numbers(napkin, r"about (\d+) on an H100 \((\d+) TFLOP/s over ([\d.]+) TB/s\) and (\d+) on an H200 \((\d+) over ([\d.]+)\)") \
+        == pytest.approx([H100["fp16_tflops"] / H100["copy_gbps"] * 1e3, H100["fp16_tflops"], H100["copy_gbps"] / 1e3,
+                          H200["fp16_tflops"] / H200["copy_gbps"] * 1e3, H200["fp16_tflops"], H200["copy_gbps"] / 1e3],
+                         rel=0.01)
+    assert numbers(napkin, r"G FLOPs a byte, whatever D is: (\d+) for Llama 3 8B") == [speed.group]
+    splits = chapter_cell("10", "split-md")
+    assert numbers(splits, r"B · H<sub>kv</sub> = (\d+) · (\d+) = \*\*(\d+) programs\*\*") == [
+        split.batch, split.kv_heads, ch10.programs(split)]
+    assert numbers(splits, r"each stream (\d+) MiB through one SM") == [max(split.lengths) * split.head_dim * 2 * 2 / 2**20]
+    assert numbers(splits, r"\((\d+) MB, a floor of (\d+) µs at an H200's measured copy ceiling\)") == pytest.approx(
+        [ch10.decode_bytes(split) / 1e6, ch10.decode_bytes(split) / H200["copy_gbps"] / 1e3], rel=0.02)
+    bars = BARS["10a"]["what"]
+    assert f"{min(speed.lengths):,}-{max(speed.lengths):,} tokens ({speed.tokens:,} in all)" in bars
+
+
+
+CH10 = RESULTS / "ch10-h200"
+CH10_NOTEBOOKS = ROOT / "assets" / "results" / "notebooks" / "ch10-h200"
+CH10_EXPLOITS = ROOT / "assets" / "results" / "exploits" / "ch10-h200"
+COPY_FRACTIONS = RESULTS / "copy-ceiling-h200" / "fractions.json"
+
+
+def calibrated_values(path: Path, bar: str, rung_ends: str) -> list[float]:
+    """One rung's figures over its runs for one bar, in a `ladder calibrate` record (its `values`)."""
+    (entry,) = [b for b in json.loads(path.read_text())["bars"] if b["key"] == bar]
+    (rung,) = [r for r in entry["rungs"] if r["label"].endswith(rung_ends)]
+    return rung["values"]
+
+
+def speed_reports(path: Path, key: str) -> list[dict]:
+    """Every speed report of exercise `key` a record printed, as `[speed: {...}]` lines or `ladder check --json`'s
+    cells."""
+    text = path.read_text()
+    if path.suffix == ".json":
+        return [c["speed"] for nb in json.loads(text)["notebooks"] for c in nb["cells"]
+                if (c.get("speed") or {}).get("key") == key]
+    return [r for r in map(json.loads, re.findall(r"\[speed: (\{.*\})\]", text)) if r["key"] == key]
+
+
+def test_chapter_10_bars_are_the_h200_records():
+    """grader/bars.toml's 10a, 10b and 10-stretch: each quoted range is the calibration's, each single figure the
+    record it names, and each bar separates what it must with the margins quoted (ladder calibrate's: the slower
+    figure over the bar, less 1)."""
+    assert "NVIDIA H200" in (CH10 / "gpu.txt").read_text()
+    runs = lambda bar, rung, file: calibrated_values(CH10 / file, bar, rung)  # noqa: E731
+    text = BARS["10a"]["calibration"]
+    solution, below = runs("10a", "(solution)", "bars-override-10a.json"), runs("10a", "(head_per_program)",
+                                                                                  "bars-override-10a.json")
+    page = runs("10a", "(page_per_step)", "bars-override-10a.json")
+    assert len(solution) == len(below) == 10
+    assert f"64 tokens a step, {min(solution):.3f}-{max(solution):.3f} of the copy ceiling (10/10 pass)" in text
+    assert f"(head_per_program) {min(below):.3f}-{max(below):.3f} (10/10 fail)" in text
+    assert f"(page_per_step, reported) {min(page):.3f}-{max(page):.3f}" in text
+    (flat,) = speed_reports(CH10_EXPLOITS / "exploits_correct_10a.txt", "10a")
+    assert "grader's own process" in flat["timed"] and f"ch10_10a_flat_grid (32 tokens a step, 8 warps) ran " \
+        f"{flat['fraction']:.3f} on the grading path" in text
+    bar = BARS["10a"]["bar"]
+    assert max(below) * 1.1 <= bar <= flat["fraction"] / 1.1 and bar < min(page)
+    assert (f"{bar} sits {min(solution) / bar - 1:.0%} under the solution's slowest run, {flat['fraction'] / bar - 1:.0%} "
+            f"under flat_grid's and {bar / max(below) - 1:.0%} above the rung below's fastest") in text
+
+    text = BARS["10b"]["calibration"]
+    solution, below = runs("10b", "(solution)", "bars-override-10b.json"), runs("10b", "(unsplit)",
+                                                                                  "bars-override-10b.json")
+    assert len(solution) == len(below) == 10
+    assert f"log-sum-exp, {min(solution):.3f}-{max(solution):.3f} of the copy ceiling" in text
+    assert f"(the rung below), {min(below):.4f}-{max(below):.4f} (10/10 fail)" in text
+    # the solution's single gradings, in the kernel and by nbval, with both sets of bars
+    single = [r for path in sorted(CH10_NOTEBOOKS.glob("*/*")) if path.suffix in (".json", ".txt")
+              for r in speed_reports(path, "10b")]
+    assert len(single) == 4
+    fractions, times = [r["fraction"] for r in single], [r["ms"] for r in single]
+    assert f"single gradings of it measured {min(times):.3f}-{max(times):.3f} ms a call, {min(fractions):.3f}-" \
+        f"{max(fractions):.3f} of the ceiling" in text
+    assert "kernels alone       0.055 ms per call" in (CH10_NOTEBOOKS / "starting-bars" / "nbval.txt").read_text()
+    (proposed,) = [b["proposed"] for b in json.loads((CH10 / "bars-override-10b.json").read_text())["bars"]
+                   if b["key"] == "10b"]
+    assert f"proposed {proposed}" in text and sum(f < proposed for f in fractions) == 1 and "under 0.18 once" in text
+    slowest = min(fractions + solution)
+    bar = BARS["10b"]["bar"]
+    assert max(below) * 1.1 <= bar <= slowest / 1.1
+    assert f"{bar} sits {slowest / bar - 1:.0%} under the slowest of them and {bar / max(below) - 1:.0%} above" in text
+    (chunks,) = speed_reports(CH10_EXPLOITS / "exploits_correct_10b.txt", "10b")
+    assert f"ch10_10b_fixed_chunks ran {chunks['fraction']:.3f} on the grading path" in text and chunks["fraction"] > bar
+
+    stretch = runs("10-stretch", "(solution's stretch cell)", "bars-override-10b.json")
+    text = BARS["10-stretch"]["calibration"]
+    assert f"stretch cell {min(stretch):.3f}-{max(stretch):.3f} of the copy ceiling (10/10 pass)" in text
+    assert f"{BARS['10-stretch']['bar']:.2f} sits {min(stretch) / BARS['10-stretch']['bar'] - 1:.0%} under" in text
+    for key in ("10a", "10b", "10-stretch"):
+        assert "No H100 was measured" in BARS[key]["calibration"]
+
+
+def test_the_fractions_in_docs_gpus_are_the_h200_record():
+    """docs/gpus.md's table of 1a, 2, 7a and 7b as fractions of the copy ceiling, and the margins its
+    recommendation quotes, from the one record (3 runs a rung)."""
+    gpus = (ROOT / "docs" / "gpus.md").read_text()
+    record = json.loads(COPY_FRACTIONS.read_text())
+    assert record["gpu"] == "NVIDIA H200" and record["runs"] == 3
+    rows = re.findall(r"^\| (\w+) [^|]+ \| [^|]*\((\w+)\) \| [^|]+ \| (0\.\d{3})-(0\.\d{3}) \| not measured yet \|$",
+                      gpus, re.M)
+    assert len(rows) == 7
+    values = {}
+    for bar, rung, low, high in rows:
+        values[bar, rung] = calibrated_values(COPY_FRACTIONS, bar, f"({rung})")
+        assert (float(low), float(high)) == (round(min(values[bar, rung]), 3), round(max(values[bar, rung]), 3)), rung
+    one_per_thread = calibrated_values(COPY_FRACTIONS, "2", "(one_per_thread_tile)")
+    bars = {b["key"]: b["bar"] for b in record["bars"]}
+    assert all(b["kept"] for b in record["bars"]) and bars == {"1a": 0.7, "2": 0.6, "7a": 0.6, "7b": 0.7}
+    assert (f"2's bar sits {min(values['2', 'solution']) / bars['2'] - 1:.0%} under the solution's slowest run and "
+            f"{bars['2'] / max(one_per_thread) - 1:.0%} above") in flat(gpus)
+    assert f"with one element a thread, {min(one_per_thread):.3f}-{max(one_per_thread):.3f})" in flat(gpus)
+    assert (f"7a's sits {min(values['7a', 'solution']) / bars['7a'] - 1:.0%} under the solution's slowest run and "
+            f"{bars['7a'] / max(values['7a', 'scalar_7a']) - 1:.0%} above") in flat(gpus)
+    above, under = max(values["7b", "unfused_7b"]) * 1.1, min(values["7b", "solution"]) / 1.1
+    assert above > under and f"10% above its fastest run ({above:.3f}) lies above 10% under the fused solution's " \
+        f"slowest ({under:.3f})" in flat(gpus)
 
 # ------------------------------------------------------------------------- figures still waiting for their GPU run
 
@@ -1119,6 +1260,35 @@ def test_chapter_9_curve_md_is_the_accumulator_record():
     assert within((low, high), span(promoted), 1)
     ratio_low, ratio_high = numbers(text, r"(\d+)-(\d+) times smaller at K = 16,384")
     assert within((ratio_low, ratio_high), span(r for _, r in data["readings"]), 0)
+
+
+def test_chapter_10_profile_md_quotes_the_recorded_programs_and_merge():
+    """profile-md: the unsplit rung's grid (one program per sequence and KV head) and the split solution's merge
+    kernel, its time and its share of the two kernels' time, as the recorded 10b launch holds them."""
+    from grader.profiling import recorded
+
+    text = chapter_cell("10", "profile-md")
+    unsplit, split = recorded.load("10b", "unsplit"), recorded.load("10b", "solution")
+    assert f"the unsplit rung's {math.prod(unsplit.grid)} programs" in text
+    merge_us = split.launch_time_us - split.time_us
+    assert split.launch_kernels == 2 and (f"The recorded merge kernel took {merge_us:.0f} µs, "
+                                          f"{merge_us / split.launch_time_us:.0%} of the two kernels' "
+                                          f"{split.launch_time_us:.0f} µs") in text
+
+
+def test_profiling_guide_quotes_the_10p_rungs():
+    """docs/profiling.md's paragraph on 10.P: the unsplit rung's programs, waves and DRAM%, the split solution's, and
+    the conflicted shared loads of the unsplit rung and of 10a's solution, from the recorded rungs."""
+    from grader.profiling import recorded
+
+    text = flat((ROOT / "docs" / "profiling.md").read_text())
+    unsplit, split, solution = (recorded.load("10b", "unsplit"), recorded.load("10b", "solution"),
+                                recorded.load("10a", "solution"))
+    assert (f"Its {math.prod(unsplit.grid)} programs are {unsplit.waves_per_sm:.2f} waves of what the GPU holds at "
+            f"once, with DRAM at {unsplit.dram_pct:.0f}% of its peak; split into {split.grid[2]} chunks a sequence, "
+            f"the same cache keeps DRAM at {split.dram_pct:.0f}% over {split.waves_per_sm:.2f} waves") in text
+    assert (f"{unsplit.shared_ld_ways:.1f}-way for the unsplit rung and {solution.shared_ld_ways:.1f}-way for 10a's "
+            f"solution at {solution.dram_pct:.0f}% of DRAM's peak") in text
 
 
 def test_chapter_7_profile_md_reads_the_l2_and_limiter_columns_of_the_recorded_rungs():

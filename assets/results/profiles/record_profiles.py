@@ -78,6 +78,11 @@ RUNGS = {
     "9b": [("fp16_tiles", "ch09", "fp16_mma_9b", "the e4m3 tiles converted to fp16 before tl.dot: fp16 tensor cores"),
            ("every_step", "ch09", "every_step_9b", "the accumulator scaled after every 32 of K (BLOCK_K = 32)"),
            ("solution", "ch09", "correct", "one tl.dot per 128-block of K, scaled once; autotuned tiles")],
+    "10a": [("head_per_program", "ch10", "head_per_program", "one program per query head: each KV head read once for each"),
+            ("page_per_step", "ch10", "page_per_step", "one program per (sequence, KV head), one page of 16 tokens a step"),
+            ("solution", "ch10", "correct", "one program per (sequence, KV head), 64 tokens a step")],
+    "10b": [("unsplit", "ch10", "unsplit", "10a's kernel at 10b's size: one program per (sequence, KV head)"),
+            ("solution", "ch10", "correct", "split-KV: chunks of each sequence's tokens, then a merge kernel")],
 }
 
 # (recorded exercise, its graded exercise, [(rung, package, submission, what, size as JSON or None, trace?)]).
@@ -117,6 +122,10 @@ CHECKS = [
     ("7a-occupancy", "solution", "theoretical_occupancy_pct", ">=", 75.0),
     # exercise 8.P: the GPU waits for the host at B = 1, N = 256, hardly at B = 64
     ("8b-host", "b1", "gpu_busy_pct", "<=", 60.0), ("8b-host", "b64", "gpu_busy_pct", ">=", 80.0),
+    # chapter 10's profile cell and exercise 10.P: the unsplit grid under one wave with memory idle, the split
+    # solution streaming the cache
+    ("10b", "unsplit", "waves_per_sm", "<=", 1.0), ("10b", "unsplit", "dram_pct", "<=", 40.0),
+    ("10b", "solution", "dram_pct", ">=", 60.0), ("10a", "solution", "dram_pct", ">=", 60.0),
 ]
 # Between two rungs: (exercise, rung, attribute, comparison, the other rung). The next rung each diagnose case
 # names must be measured better than the rung it relieves.
@@ -167,6 +176,10 @@ def main() -> int:
             entry["size"] = entry["size"] or prof.target.get("size")
             entry["flops"] = entry["flops"] or prof.target.get("flops")
             print(f"profiled {key}/{rung}: {prof.main.kernel[:50]} {prof.main.time_us:,.1f} us", flush=True)
+            total = sum(s.time_us for s in prof.signatures)
+            for s in prof.signatures[1:]:   # a launcher's other kernels (10b's merge): each one's share of the call
+                print(f"  also {s.kernel[:50]} {s.time_us:,.1f} us, {100 * s.time_us / total:.1f}% of the kernels' time",
+                      flush=True)
         index["exercises"][key] = entry
         dest.mkdir(parents=True, exist_ok=True)   # where every rung failed, the index still says so
         (dest / "index.json").write_text(json.dumps(index, indent=1))
