@@ -18,14 +18,10 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | LADDER_CACHE_DIR              | ~/.cache/kernel-ladder | where measured ceilings (and ptxas's reports of compiled kernels) are kept |
 | LADDER_FORCE_NO_GPU           | unset   | any value: behave as on a machine without a GPU (CPU paths on a GPU machine) |
 | LADDER_NO_DISASSEMBLER        | unset   | any value: hide cuobjdump and nvdisasm (chapter 4 falls back to PTX) |
-| LADDER_QUIET_START            | unset   | "1": `start()` prints and measures nothing (set by the grader's own processes) |
 | LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
-| LADDER_SHARED_GPU             | unset   | "1" in a check run ahead of its notebook, beside others on the same GPU (grader/notebooks/ahead.py): anything it would time defers it (grader/cuda/sharing.py) |
 | LADDER_CHECKS_AT_ONCE         | 4 sessions (at most half the CPUs); half the CPUs, at most 8, with "check" | how many of a notebook's graded checks `ladder grade` and `ladder check --isolated` run ahead of the notebook at once, each in a session of its own (or its own fresh pair); 1 runs every check when its cell is reached, in one session |
 | LADDER_CHECK_PROCESSES        | notebook | "notebook": a notebook's graded checks share `LADDER_CHECKS_AT_ONCE` verifier-and-worker pairs, each checking one check at a time (grader/isolation/isolate.py, CheckSessions); "check": a fresh pair for each check |
 | LADDER_HOST_CHECKS            | the CPUs | how many checks ahead all the students graded on one machine run at once (grader/notebooks/slots.py): each GPU worker of `ladder grade --gpus N` runs its student's checks ahead as if alone, and waits for a slot of the machine's |
-| LADDER_HUNG_RECORD            | unset   | set by grader/notebooks/nbexec.py for one notebook's run: the file where its checks name the learner functions that hung (grader/isolation/hung.py) |
-| LADDER_GRADER_RUN             | unset   | "1" in the kernels of `ladder check` and `ladder grade` (set by grader/notebooks/nbexec.py): `profile()` shows the recorded rungs instead of running Nsight Compute |
 """
 
 from __future__ import annotations
@@ -41,9 +37,6 @@ KERNEL_STARTUP_TIMEOUT_S = 120   # a notebook kernel that does not start in time
 # How long a speed comparison's interleaved rounds may run while their spread stays above the target
 # (grader.harness.timing.compare); the class summary names a speed cell that ran this long (classgrade.timing).
 SPEED_ROUND_BUDGET_S = 20.0
-
-
-GRADER_RUN = "LADDER_GRADER_RUN"
 
 _pinned: dict[str, str] | None = None
 
@@ -145,29 +138,8 @@ def hide_disassemblers() -> bool:
     return bool(_get("LADDER_NO_DISASSEMBLER"))
 
 
-def quiet_start() -> bool:
-    return _get("LADDER_QUIET_START") == "1"
-
-
 def trace_enabled() -> bool:
     return _get("LADDER_TRACE") != "0"
-
-
-def shared_gpu() -> bool:
-    """This process's check runs beside other checks on the same GPU (grader.cuda.sharing)."""
-    return _get("LADDER_SHARED_GPU") == "1"
-
-
-def set_shared_gpu(shared: bool) -> None:
-    """Say whether the check starting now shares its GPU: a session's worker (grader.isolation.worker) serves
-    checks ahead and alone in turn, and its settings were pinned by the learner's setup cell."""
-    for settings in (os.environ, _pinned):
-        if settings is None:
-            continue
-        if shared:
-            settings["LADDER_SHARED_GPU"] = "1"
-        else:
-            settings.pop("LADDER_SHARED_GPU", None)
 
 
 def _at_least_one(name: str, default: int, meaning_of_one: str = "") -> int:
@@ -228,15 +200,6 @@ def host_checks() -> int:
     return _at_least_one("LADDER_HOST_CHECKS", max(1, os.cpu_count() or 1))
 
 
-def hung_record() -> str | None:
-    """The file of this notebook run's hung learner functions (grader.isolation.hung), if any. Read from the
-    environment as it is now: nbexec sets it for each run, after any pin."""
-    return os.environ.get("LADDER_HUNG_RECORD") or None
-
-
-HUNG_RECORD = "LADDER_HUNG_RECORD"
-
-
 def check_all() -> None:
     """Read every setting that has a value to check, raising ValueError (naming the variable) at the first bad one:
     `ladder grade` calls it before its first student, where a bad value read inside each notebook's run would fail
@@ -253,10 +216,36 @@ def check_all() -> None:
 # The variables above, for a child process that must see the same settings and for tests.
 VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
              "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_UNCHECKED", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
-             "LADDER_NO_DISASSEMBLER", "LADDER_QUIET_START", "LADDER_TRACE", "LADDER_SHARED_GPU",
-             "LADDER_CHECKS_AT_ONCE", "LADDER_CHECK_PROCESSES", "LADDER_HOST_CHECKS", HUNG_RECORD, GRADER_RUN)
+             "LADDER_NO_DISASSEMBLER", "LADDER_TRACE",
+             "LADDER_CHECKS_AT_ONCE", "LADDER_CHECK_PROCESSES", "LADDER_HOST_CHECKS")
+
+
+# ----------------------------------------------------------------------------- what this process is
+# Said by the grader's process that starts this one, in the request or message that starts it (never read from
+# the environment, which a learner's process passes on to whatever it starts).
+
+_quiet_start = False
+_grader_run = False
+
+
+def start_quietly() -> None:
+    """This process is one of the grader's own (the worker, the sanitizer's runner, the profiler's target):
+    `start()` in the learner's setup cell neither prints nor measures ceilings here."""
+    global _quiet_start
+    _quiet_start = True
+
+
+def quiet_start() -> bool:
+    return _quiet_start
+
+
+def set_grader_run(on: bool) -> None:
+    """This process runs a notebook's cells for `ladder check` or `ladder grade` (told by grader.notebooks.nbexec:
+    a scratch request to each kernel it starts, a field of each isolated check's Job): what decides no score
+    (profile(), ungraded timings, stretch goals) is left out on a GPU."""
+    global _grader_run
+    _grader_run = on
 
 
 def grader_run() -> bool:
-    """This process is a notebook kernel that `ladder check` or `ladder grade` runs."""
-    return _get(GRADER_RUN) == "1"
+    return _grader_run

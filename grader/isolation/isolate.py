@@ -88,19 +88,17 @@ def _server() -> _Server:
 def check_sources(cells: list[tuple[str, str]], source: str, name: str = "test", timeout_s: float | None = None,
                   cwd: str | None = None, outcomes: dict[str, KernelOutcome] | None = None,
                   shared_gpu: bool = False, cancel: threading.Event | None = None,
-                  session: CheckSession | CheckSessions | None = None) -> Verdict:
+                  session: CheckSession | CheckSessions | None = None, hung_record: str | None = None,
+                  grader_run: bool = False) -> Verdict:
     """The verdict of one check. `shared_gpu`: it runs beside other checks of the same student on one GPU
     (grader.notebooks.ahead), and is deferred if it would time anything (grader.cuda.sharing). `cancel`, once
     set, stops the check's processes and makes its verdict "deferred" (a check ahead that is no longer wanted).
     `session`: the notebook run's sessions (CheckSessions: the idle one that suits it), or one of them that a check
-    ahead took (CheckSession), check it; else a fresh verifier and worker."""
+    ahead took (CheckSession), check it; else a fresh verifier and worker. `hung_record`, `grader_run`: the
+    notebook run's, where the check is one of a run's (grader.notebooks.nbexec; messages.Job)."""
     timeout_s = timeout_s or config.cell_timeout_s()
-    job = Job(list(cells), source, name, dict(outcomes or {}))
+    job = Job(list(cells), source, name, dict(outcomes or {}), shared_gpu, hung_record, grader_run)
     env = _environ()
-    env.pop("LADDER_QUIET_START", None)
-    env.pop("LADDER_SHARED_GPU", None)
-    if shared_gpu:
-        env["LADDER_SHARED_GPU"] = "1"
     with tempfile.TemporaryDirectory(prefix="ladder-check-") as tmp:
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
         for path in (out_path, err_path):

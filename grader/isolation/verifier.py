@@ -22,7 +22,7 @@ import time
 from .. import chapters, config, processes
 from ..cuda import sharing
 from ..errors import DEFERRED, LadderError
-from . import rules
+from . import hung, rules
 from .messages import Job, Verdict
 
 
@@ -63,6 +63,10 @@ def run(job: Job, worker_method: str = "spawn", private: tuple = (), handle=None
     """The verdict on `job`, from a worker started for it (`worker_method`, `private`: see
     grader.isolation.remote.WorkerHandle), or from `handle`, a session's worker, kept open afterwards."""
     sharing.clear()
+    # How this check runs, from its Job: a session's verifier serves checks ahead and alone, of one run, in turn.
+    sharing.set_shared(job.shared_gpu)
+    hung.use_record(job.hung_record)
+    config.set_grader_run(job.grader_run)
     ended: list[str] = []
     verdict = _judge(job, worker_method, private, handle, ended)
     verdict.ended = ended

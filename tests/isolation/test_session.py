@@ -108,19 +108,18 @@ def test_a_new_check_lets_go_of_what_the_last_one_bound_and_says_whether_it_shar
     from grader.cuda import sharing
     from grader.isolation import messages, worker
 
-    monkeypatch.delenv("LADDER_SHARED_GPU", raising=False)
     config.unpin()
     w = worker.Worker(conn=None, has_gpu=False)
     try:
         w.load(messages.Load([("one", "def square(x):\n    return x * x\n")], shared_gpu=True))
         config.pin()   # as the learner's setup cell does
-        assert config.shared_gpu()
+        assert sharing.shared()
         w.bind(messages.Bind("square", [(torch.ones(4),)], {}))
         w.keep = [torch.ones(4)]
         sharing.note_deferred("timing")
         w.load(messages.Load([], shared_gpu=False))
         assert list(w.bound) == [messages.EMPTY_BATCH] and w.keep == []
-        assert sharing.deferred() is None and not config.shared_gpu()
+        assert sharing.deferred() is None and not sharing.shared()
         assert w.ns["square"](3) == 9   # the cells an earlier check ran stay
     finally:
         config.unpin()
