@@ -19,9 +19,8 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | LADDER_FORCE_NO_GPU           | unset   | any value: behave as on a machine without a GPU (CPU paths on a GPU machine) |
 | LADDER_NO_DISASSEMBLER        | unset   | any value: hide cuobjdump and nvdisasm (chapter 4 falls back to PTX) |
 | LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
-| LADDER_CHECKS_AT_ONCE         | 4 sessions (at most half the CPUs); half the CPUs, at most 8, with "check" | how many of a notebook's graded checks `ladder grade` and `ladder check --isolated` run ahead of the notebook at once, each in a session of its own (or its own fresh pair); 1 runs every check when its cell is reached, in one session |
+| LADDER_CHECKS_AT_ONCE         | the chapter's (grader/chapters/grading.toml), at most half the CPUs | how many of a notebook's graded checks run at once, each in a session of its own (or its own fresh pair); 1 runs every check when its cell is reached |
 | LADDER_CHECK_PROCESSES        | notebook | "notebook": a notebook's graded checks share `LADDER_CHECKS_AT_ONCE` verifier-and-worker pairs, each checking one check at a time (grader/isolation/isolate.py, CheckSessions); "check": a fresh pair for each check |
-| LADDER_HOST_CHECKS            | the CPUs | how many checks ahead all the students graded on one machine run at once (grader/notebooks/slots.py): each GPU worker of `ladder grade --gpus N` runs its student's checks ahead as if alone, and waits for a slot of the machine's |
 """
 
 from __future__ import annotations
@@ -156,27 +155,14 @@ def _at_least_one(name: str, default: int, meaning_of_one: str = "") -> int:
     return value
 
 
-# A notebook run's sessions by default. Alone on an H200, a correct chapter-5 student took 61, 57, 51 and 39 s
-# with 1, 2, 3 and 4 sessions, and 40 s with a fresh pair for each check, 8 at once; chapter 1's took 24-27 s
-# whatever the number (assets/results/class-grading/sessions-width-h200). Four sessions are eight CUDA starts a
-# notebook, where a fresh pair for each of chapter 5's 9 checks, and for its two speed checks again alone, was 22.
-# A chapter may ask for fewer (grader/chapters/grading.toml: chapter 1 has one).
-SESSIONS_AT_ONCE = 4
-
-
-def checks_at_once(chapter_sessions: int | None = None) -> int:
-    """How many graded checks of one notebook run at once ahead of it (grader.notebooks.ahead); 1: none ahead.
-    Where a notebook's checks share sessions (checks_share_processes, the default) this is also how many sessions
-    the run has, by default `chapter_sessions` (its chapter's, grader/chapters/grading.toml) or else
-    SESSIONS_AT_ONCE: each is a verifier and a worker, two CUDA starts, which several students graded at once on
-    one machine take in turn in the driver's lock. With a fresh pair for each check,
-    by default half the CPUs the process may use, at most 8: the checks compile kernels on the CPU, and each holds
-    a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. Under `ladder grade --gpus N` every
-    worker's student runs as wide, and the machine's CPUs are shared through host_checks."""
+def checks_at_once(default: int) -> int:
+    """How many of a notebook's graded checks run at once (grader.notebooks.ahead), each in a session of its own; 1:
+    every check when the notebook reaches its cell. LADDER_CHECKS_AT_ONCE, else `default` (the notebook's chapter's,
+    grader/chapters/grading.toml) but at most half the CPUs this process may use: each session is a verifier and a
+    worker, two CUDA starts (which several students graded at once on one machine take in turn in the driver's
+    lock), and its checks compile the learner's kernels on the CPU."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    wide = max(1, min(8, cpus // 2))
-    default = min(chapter_sessions or SESSIONS_AT_ONCE, wide) if checks_share_processes() else wide
-    return _at_least_one("LADDER_CHECKS_AT_ONCE", default, " (1 runs no check ahead)")
+    return _at_least_one("LADDER_CHECKS_AT_ONCE", max(1, min(default, cpus // 2)), " (1 runs no check ahead)")
 
 
 CHECK_PROCESSES = ("notebook", "check")
@@ -193,20 +179,14 @@ def checks_share_processes() -> bool:
     return raw == "notebook"
 
 
-def host_checks() -> int:
-    """How many checks ahead may run at once on this machine, all its students together (grader.notebooks.slots):
-    by default one a CPU, so that N GPU workers each running a student's checks ahead as wide as alone
-    (checks_at_once) do not ask the CPUs for N times what one student alone does."""
-    return _at_least_one("LADDER_HOST_CHECKS", max(1, os.cpu_count() or 1))
-
-
 def check_all() -> None:
     """Read every setting that has a value to check, raising ValueError (naming the variable) at the first bad one:
     `ladder grade` calls it before its first student, where a bad value read inside each notebook's run would fail
     every student of the class alike."""
     for read in (cell_timeout_s, first_call_timeout_s, call_timeout_s, load_timeout_s, ungradable_policy,
-                 unchecked_policy, checks_at_once, host_checks, checks_share_processes):
+                 unchecked_policy, checks_share_processes):
         read()
+    checks_at_once(1)
     raw = _get("LADDER_ISOLATED")
     if raw not in (None, "", "0", "1"):
         raise ValueError(f"LADDER_ISOLATED={raw!r}: use 1 (graded cells in fresh processes) or 0 (in the notebook's "
@@ -217,7 +197,7 @@ def check_all() -> None:
 VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
              "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_UNCHECKED", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
              "LADDER_NO_DISASSEMBLER", "LADDER_TRACE",
-             "LADDER_CHECKS_AT_ONCE", "LADDER_CHECK_PROCESSES", "LADDER_HOST_CHECKS")
+             "LADDER_CHECKS_AT_ONCE", "LADDER_CHECK_PROCESSES")
 
 
 # ----------------------------------------------------------------------------- what this process is

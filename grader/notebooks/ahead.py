@@ -31,11 +31,10 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .. import config
 from ..errors import DEFERRED
 from ..learner.cells import grade_id, is_autograded_test, learner_cells
 from ..learner.code import KernelOutcome
-from .slots import machine_slot
+from .slots import host_slots, machine_slot
 
 # Verdicts from ahead that are never used: no verdict (deferred), or one that a neighbour may have caused.
 _NOT_KEPT = (DEFERRED, "crashed", "timed-out")
@@ -82,7 +81,7 @@ class ChecksAhead:
         """One check ahead (in `session`, one of the run's sessions, where given), in one of the machine's check
         slots (grader.notebooks.slots), shared with the other students graded on this machine at once; how long
         it waited for the slot is kept."""
-        with machine_slot(self.cancel) as waited:
+        with machine_slot(host_slots(self.width), self.cancel) as waited:
             self.slot_waits[check.gid] = round(waited, 3)
             return self.check(list(check.cells), check.source, check.gid, timeout_s=self.timeout_s, cwd=self.cwd,
                               shared_gpu=True, cancel=self.cancel, session=session)
@@ -113,7 +112,7 @@ class ChecksAhead:
     def summary(self) -> dict:
         """For the executed notebook's metadata: how many ran at once, whose verdicts were used, and why
         the others were checked again."""
-        return {"at_once": self.width, "machine_slots": config.host_checks(), "used": list(self.used),
+        return {"at_once": self.width, "machine_slots": host_slots(self.width), "used": list(self.used),
                 "checked_again": dict(self.again), "slot_wait_seconds": round(sum(self.slot_waits.values()), 3)}
 
     def close(self) -> None:

@@ -192,9 +192,11 @@ class LadderExecute(Execute):
         hung_fd, self.hung_record = tempfile.mkstemp(prefix="ladder-hung-", suffix=".txt")
         os.close(hung_fd)
         self.ahead = None
-        # The run's sessions, verifier-and-worker pairs shared by its checks (LADDER_CHECK_PROCESSES=notebook):
-        # as many as the notebook's chapter asks for, or LADDER_CHECKS_AT_ONCE; or None.
-        self.session = (isolate.CheckSessions(config.checks_at_once(self._chapter_sessions()))
+        # How many of its checks run at once: as the notebook's chapter asks (grader/chapters/grading.toml), or as
+        # LADDER_CHECKS_AT_ONCE says; the run's sessions, verifier-and-worker pairs shared by its checks, are that
+        # many (LADDER_CHECK_PROCESSES=notebook), or None.
+        self.width = config.checks_at_once(self._chapter_checks_at_once())
+        self.session = (isolate.CheckSessions(self.width)
                         if self.isolated_checks and config.checks_share_processes() else None)
         try:
             if not self.km.has_kernel:
@@ -231,18 +233,18 @@ class LadderExecute(Execute):
 
     def _checks_ahead(self):
         """The notebook's checks, started now beside its kernel: in the run's sessions, one a session at a time,
-        or (without them) `checks_at_once` at a time in fresh processes; None where every check waits for its cell."""
+        or (without them) `width` at a time in fresh processes; None where every check waits for its cell."""
         if self.session is not None and self.session.width > 1:
             return ChecksInSessions(self.nb, self._folder(), self.timeout or None, self.session, self._check)
         if self.session is not None:
             return None
-        return ChecksAhead.start(self.nb, self._folder(), self.timeout or None, config.checks_at_once(), self._check)
+        return ChecksAhead.start(self.nb, self._folder(), self.timeout or None, self.width, self._check)
 
-    def _chapter_sessions(self) -> int | None:
-        """The sessions the notebook's chapter gives its checks (grader/chapters/grading.toml), None for the
-        default. The chapter is read from the notebook, which the learner may edit: it sets only how many
-        processes check, never what a check decides."""
-        return chapters.check_sessions(chapter_of(self.nb, self._folder() or ""))
+    def _chapter_checks_at_once(self) -> int:
+        """How many checks at once the notebook's chapter asks for (grader/chapters/grading.toml). The chapter is
+        read from the notebook, which the learner may edit: it sets only how many processes check, never what a
+        check decides."""
+        return chapters.checks_at_once(chapter_of(self.nb, self._folder() or ""))
 
     def _check(self, *args, session=None, **kwargs):
         """grader.isolation.isolate.check_sources, in the run's sessions where it has them (`session`: the one a

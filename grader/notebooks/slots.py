@@ -7,8 +7,8 @@ all of it; four workers asked the CPUs for four times what one student does, eac
 and every student slowed (a correct chapter-1 student: 14 s alone, 28-29 s with four workers on 16 CPUs).
 Dividing the width among the workers instead would make each student as slow as a quarter of the CPUs
 allows, even while the other students are in their notebook's own cells. So a check ahead takes one of
-the machine's `config.host_checks()` slots (one a CPU by default) for as long as it runs: a student
-alone never waits, and students together share what the CPUs can do. The slots are lock files (flock),
+the machine's slots for as long as it runs: one a CPU, and never fewer than the checks one notebook runs at
+once (`host_slots`), so a student alone never waits, and students together share what the CPUs can do. The slots are lock files (flock),
 which the kernel releases when a process ends, so a killed worker never keeps one.
 """
 
@@ -22,9 +22,13 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .. import config
-
 _POLL_S = 0.05
+
+
+def host_slots(at_once: int) -> int:
+    """The machine's slots for checks ahead, where each notebook runs `at_once` of its checks at once
+    (config.checks_at_once)."""
+    return max(at_once, os.cpu_count() or 1)
 
 
 def _folder() -> Path:
@@ -34,10 +38,9 @@ def _folder() -> Path:
 
 
 @contextmanager
-def machine_slot(cancel: threading.Event | None = None):
-    """Hold one of the machine's check slots while the block runs; yields the seconds waited for it. A
-    `cancel` set while waiting stops the wait (the check then stops at once by itself)."""
-    count = config.host_checks()
+def machine_slot(count: int, cancel: threading.Event | None = None):
+    """Hold one of the machine's `count` check slots (host_slots) while the block runs; yields the seconds waited for
+    it. A `cancel` set while waiting stops the wait (the check then stops at once by itself)."""
     folder = _folder()
     start = time.perf_counter()
     handle = None

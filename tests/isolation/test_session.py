@@ -200,20 +200,18 @@ def test_a_deferred_check_ahead_keeps_its_session_for_the_notebooks_check_of_tha
         sessions.close()
 
 
-@pytest.mark.parametrize("cpus, processes, expected", [
-    (16, "notebook", 4),   # SESSIONS_AT_ONCE
-    (4, "notebook", 2),    # at most half the CPUs
-    (2, "notebook", 1),    # one session, every check when its cell is reached
-    (32, "check", 8),      # fresh pairs: half the CPUs, at most 8
-    (6, "check", 3),
+@pytest.mark.parametrize("cpus, chapter, expected", [
+    (16, 4, 4),    # the chapter's (grading.toml)
+    (4, 4, 2),     # at most half the CPUs
+    (2, 4, 1),     # one session, every check when its cell is reached
+    (16, 1, 1),
 ])
-def test_how_many_checks_a_notebook_runs_at_once_by_default(monkeypatch, cpus, processes, expected):
+def test_how_many_checks_a_notebook_runs_at_once_by_default(monkeypatch, cpus, chapter, expected):
     from grader import config
 
     monkeypatch.delenv("LADDER_CHECKS_AT_ONCE", raising=False)
-    monkeypatch.setenv("LADDER_CHECK_PROCESSES", processes)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
     config.unpin()
-    assert config.checks_at_once() == expected
-    monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", "3")
-    assert config.checks_at_once() == 3
+    assert config.checks_at_once(chapter) == expected
+    monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", "3")   # the instructor's, whatever the chapter and the CPUs
+    assert config.checks_at_once(chapter) == 3
