@@ -8,9 +8,8 @@ notebook's kernel, as it changes nothing in the isolated verifier, which reads i
 | variable                      | default | what it changes |
 |-------------------------------|---------|-----------------|
 | LADDER_CELL_TIMEOUT_S         | 900     | seconds a notebook cell, and an isolated check, may run |
-| LADDER_FIRST_CALL_TIMEOUT_S   | 300     | seconds the first call of a learner's function may take in the worker (compiles, autotunes) |
+| LADDER_FIRST_CALL_TIMEOUT_S   | 300     | seconds the worker may take to start with the learner's cells, and the first call of each learner function (compiles, autotunes) |
 | LADDER_CALL_TIMEOUT_S         | 60      | seconds any later call may take |
-| LADDER_LOAD_TIMEOUT_S         | 300     | seconds the worker may take to run the learner's cells |
 | LADDER_ISOLATED               | unset   | "1": graded cells are checked in fresh processes; "0": in the notebook's kernel. Unset: grading isolates, `ladder check` does not |
 | LADDER_BARS                   | unset   | a TOML file whose pass bars replace the defaults, key by key |
 | LADDER_UNGRADABLE             | zero    | a speed cell whose bar no correct kernel can reach on this GPU (docs/gpus.md): "zero" scores it 0, "full" gives its points |
@@ -78,15 +77,14 @@ def cell_timeout_s() -> int:
 
 
 def first_call_timeout_s() -> float:
+    """The limit of a check's first request of each kind that compiles: starting the worker with the learner's
+    cells (imports, kernels compiled at definition), and the first call of each learner function (compiles,
+    autotunes)."""
     return _float("LADDER_FIRST_CALL_TIMEOUT_S", 300)
 
 
 def call_timeout_s() -> float:
     return _float("LADDER_CALL_TIMEOUT_S", 60)
-
-
-def load_timeout_s() -> float:
-    return _float("LADDER_LOAD_TIMEOUT_S", 300)
 
 
 def isolated(default: bool) -> bool:
@@ -179,11 +177,19 @@ def checks_share_processes() -> bool:
     return raw == "notebook"
 
 
+# Settings renamed: set under the old name, each is refused with its new one (check_all).
+RENAMED = {"LADDER_LOAD_TIMEOUT_S": "LADDER_FIRST_CALL_TIMEOUT_S, which now also limits starting the worker with "
+                                    "the learner's cells"}
+
+
 def check_all() -> None:
     """Read every setting that has a value to check, raising ValueError (naming the variable) at the first bad one:
     `ladder grade` calls it before its first student, where a bad value read inside each notebook's run would fail
     every student of the class alike."""
-    for read in (cell_timeout_s, first_call_timeout_s, call_timeout_s, load_timeout_s, ungradable_policy,
+    for old, new in RENAMED.items():
+        if _get(old) is not None or os.environ.get(old) is not None:
+            raise ValueError(f"{old} is no longer read: set {new}")
+    for read in (cell_timeout_s, first_call_timeout_s, call_timeout_s, ungradable_policy,
                  unchecked_policy, checks_share_processes):
         read()
     checks_at_once(1)
@@ -194,7 +200,7 @@ def check_all() -> None:
 
 
 # The variables above, for a child process that must see the same settings and for tests.
-VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
+VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S",
              "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_UNCHECKED", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
              "LADDER_NO_DISASSEMBLER", "LADDER_TRACE",
              "LADDER_CHECKS_AT_ONCE", "LADDER_CHECK_PROCESSES")

@@ -166,7 +166,7 @@ class WorkerHandle:
         ran an earlier check's cells already: `cells` must start with them, ended as they did."""
         outcomes = dict(outcomes or {})
         if not self.started:
-            self.request(Prepare(), config.load_timeout_s(), "starting the process that runs your code")
+            self.request(Prepare(), config.first_call_timeout_s(), "starting the process that runs your code")
             samples = []
             for _ in range(CLEAN_SAMPLES):
                 t0 = NOW()
@@ -180,7 +180,7 @@ class WorkerHandle:
         new = [tuple(c) for c in cells[len(self.cells):]]
         new_outcomes = {name: outcomes[name] for name, _ in new if name in outcomes}
         self.called = set()   # each check's first call of a function may compile and autotune: the longer limit
-        reply = self.request(Load(new, new_outcomes, shared_gpu=sharing.shared()), config.load_timeout_s(),
+        reply = self.request(Load(new, new_outcomes, shared_gpu=sharing.shared()), config.first_call_timeout_s(),
                              "running your notebook's cells")
         self.cells += new
         self.outcomes.update(new_outcomes)
