@@ -5,21 +5,11 @@ Each setting is read when it is asked for, never at import time: a test (or `lad
 pins the settings first (`pin`): a learner's cell that sets one afterwards changes nothing in the
 notebook's kernel, as it changes nothing in the isolated verifier, which reads its own environment.
 
-| variable                      | default | what it changes |
-|-------------------------------|---------|-----------------|
-| LADDER_CELL_TIMEOUT_S         | 900     | seconds a notebook cell, and an isolated check, may run |
-| LADDER_FIRST_CALL_TIMEOUT_S   | 300     | seconds the worker may take to start with the learner's cells, and the first call of each learner function (compiles, autotunes) |
-| LADDER_CALL_TIMEOUT_S         | 60      | seconds any later call may take |
-| LADDER_ISOLATED               | unset   | "1": graded cells are checked in fresh processes; "0": in the notebook's kernel. Unset: grading isolates, `ladder check` does not |
-| LADDER_BARS                   | unset   | a TOML file whose pass bars replace the defaults, key by key |
-| LADDER_UNGRADABLE             | zero    | a speed cell whose bar no correct kernel can reach on this GPU (docs/gpus.md): "zero" scores it 0, "full" gives its points |
-| LADDER_UNCHECKED              | zero    | a cell whose verdict needs a check that could not run on this machine (the device trace, the tensor-core count): "zero" scores it 0 (reason `unchecked`), "full" gives its points with a note |
-| LADDER_CACHE_DIR              | ~/.cache/kernel-ladder | where measured ceilings (and ptxas's reports of compiled kernels) are kept |
-| LADDER_FORCE_NO_GPU           | unset   | any value: behave as on a machine without a GPU (CPU paths on a GPU machine) |
-| LADDER_NO_DISASSEMBLER        | unset   | any value: hide cuobjdump and nvdisasm (chapter 4 falls back to PTX) |
-| LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
-| LADDER_CHECKS_AT_ONCE         | the chapter's (grader/chapters/grading.toml), at most half the CPUs | how many of a notebook's graded checks run at once, each in a session of its own (or its own fresh pair); 1 runs every check when its cell is reached |
-| LADDER_CHECK_PROCESSES        | notebook | "notebook": a notebook's graded checks share `LADDER_CHECKS_AT_ONCE` verifier-and-worker pairs, each checking one check at a time (grader/isolation/isolate.py, CheckSessions); "check": a fresh pair for each check |
+Every variable, its default, what it is for and who sets it: the one table in docs/instructors.md ("Settings"),
+which tests/test_settings_table.py holds to what this module reads. The grader's own processes are told what they
+are in the messages that start them, never through the environment: the last section of this module keeps what
+a process was told of itself (it starts quietly, the grader runs it); grader.cuda.sharing whether its check shares
+the GPU, and grader.isolation.hung its run's record of hung functions.
 """
 
 from __future__ import annotations
