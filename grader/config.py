@@ -153,20 +153,6 @@ def checks_at_once(default: int) -> int:
     return _at_least_one("LADDER_CHECKS_AT_ONCE", max(1, min(default, cpus // 2)), " (1 runs no check ahead)")
 
 
-CHECK_PROCESSES = ("notebook", "check")
-
-
-def checks_share_processes() -> bool:
-    """A notebook's graded checks share a few verifier-and-worker pairs, each checking one check at a time
-    (LADDER_CHECK_PROCESSES=notebook, the default; checks_at_once of them), rather than each getting a fresh pair
-    ("check"). Every process that starts CUDA takes the driver's
-    lock, one for the machine: with several students graded at once, fewer starts is what scales."""
-    raw = (_get("LADDER_CHECK_PROCESSES") or "notebook").strip().lower()
-    if raw not in CHECK_PROCESSES:
-        raise ValueError(f"LADDER_CHECK_PROCESSES={raw!r}: use one of {', '.join(CHECK_PROCESSES)}")
-    return raw == "notebook"
-
-
 # Settings renamed: set under the old name, each is refused with its new one (check_all).
 RENAMED = {"LADDER_LOAD_TIMEOUT_S": "LADDER_FIRST_CALL_TIMEOUT_S, which now also limits starting the worker with "
                                     "the learner's cells"}
@@ -174,26 +160,24 @@ RENAMED = {"LADDER_LOAD_TIMEOUT_S": "LADDER_FIRST_CALL_TIMEOUT_S, which now also
 
 def check_all() -> None:
     """Read every setting that has a value to check, raising ValueError (naming the variable) at the first bad one:
-    `ladder grade` calls it before its first student, where a bad value read inside each notebook's run would fail
-    every student of the class alike."""
+    `ladder grade` and `ladder check` call it before their first notebook, where a bad value read inside each
+    notebook's run would fail every student of the class alike."""
     for old, new in RENAMED.items():
         if _get(old) is not None or os.environ.get(old) is not None:
             raise ValueError(f"{old} is no longer read: set {new}")
-    for read in (cell_timeout_s, first_call_timeout_s, call_timeout_s, ungradable_policy,
-                 unchecked_policy, checks_share_processes):
+    for read in (cell_timeout_s, first_call_timeout_s, call_timeout_s, ungradable_policy, unchecked_policy):
         read()
     checks_at_once(1)
     raw = _get("LADDER_ISOLATED")
     if raw not in (None, "", "0", "1"):
-        raise ValueError(f"LADDER_ISOLATED={raw!r}: use 1 (graded cells in fresh processes) or 0 (in the notebook's "
-                         "kernel)")
+        raise ValueError(f"LADDER_ISOLATED={raw!r}: use 1 (graded cells in the grader's own processes) or 0 (in the "
+                         "notebook's kernel)")
 
 
 # The variables above, for a child process that must see the same settings and for tests.
-VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S",
-             "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_UNCHECKED", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
-             "LADDER_NO_DISASSEMBLER", "LADDER_TRACE",
-             "LADDER_CHECKS_AT_ONCE", "LADDER_CHECK_PROCESSES")
+VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_ISOLATED",
+             "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_UNCHECKED", "LADDER_CHECKS_AT_ONCE", "LADDER_CACHE_DIR",
+             "LADDER_FORCE_NO_GPU", "LADDER_NO_DISASSEMBLER", "LADDER_TRACE")
 
 
 # ----------------------------------------------------------------------------- what this process is

@@ -262,7 +262,6 @@ BAD_INSTRUCTOR_INPUTS = {
     "LADDER_UNGRADABLE": ([], {"LADDER_UNGRADABLE": "half"}, "LADDER_UNGRADABLE='half': use one of zero, full"),
     "LADDER_UNCHECKED": ([], {"LADDER_UNCHECKED": "some"}, "LADDER_UNCHECKED='some': use one of zero, full"),
     "LADDER_CHECKS_AT_ONCE": ([], {"LADDER_CHECKS_AT_ONCE": "0"}, "LADDER_CHECKS_AT_ONCE='0': at least 1"),
-    "LADDER_CHECK_PROCESSES": ([], {"LADDER_CHECK_PROCESSES": "cell"}, "LADDER_CHECK_PROCESSES='cell': use one of"),
     "LADDER_ISOLATED": ([], {"LADDER_ISOLATED": "yes"}, "LADDER_ISOLATED='yes': use 1"),
     "--cluster-option not YAML": (["--cluster", "slurm", "--cluster-option", "job_extra_directives=['--gres"], {},
                                   "--cluster-option job_extra_directives=['--gres: its value is not YAML"),

@@ -47,6 +47,10 @@ def test_the_table_lists_every_variable_the_grader_reads_once_and_no_other():
     assert _named_in_grader() - set(config.RENAMED) == set(table)
 
 
+def test_at_most_twelve_variables():
+    assert len(_table()) <= 12, _table()
+
+
 def test_each_renamed_variable_is_refused_naming_its_new_one_and_the_docs_say_so(monkeypatch):
     section = (ROOT / "docs" / "instructors.md").read_text().split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
     for old, new in config.RENAMED.items():

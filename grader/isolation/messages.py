@@ -221,7 +221,7 @@ def extends(cells, outcomes: dict, ran, ran_outcomes: dict) -> bool:
 
 @dataclass
 class SessionCheck:
-    """One check for a session's verifier (grader.isolation.verifier.serve_session), from the asking process:
+    """One check for a session's verifier (grader.isolation.verifier.serve), from the asking process:
     the job, that process's environment as it is now, and the files the check's output goes to."""
     job: Job
     environ: dict

@@ -162,7 +162,7 @@ class WorkerHandle:
     def load(self, cells, outcomes) -> Loaded:
         """Start a check: the first time, prepare the worker and time empty requests on it while no learner code
         has run (the reference that caps what a timed batch's overhead may be credited: grader.isolation.trusted);
-        then run the cells the worker has not run yet. A session's worker (grader.isolation.verifier.serve_session)
+        then run the cells the worker has not run yet. A session's worker (grader.isolation.verifier.serve)
         ran an earlier check's cells already: `cells` must start with them, ended as they did."""
         outcomes = dict(outcomes or {})
         if not self.started:

@@ -18,8 +18,8 @@ again. After `max_kernel_restarts` restarts, the next loss ends the run (as does
 will not start): every remaining code cell gets a "not run" error output, so the notebook still
 finishes and is still graded.
 
-Graded test cells go through `run_graded_test_cell`: checked in separate processes (grader.isolation: by
-default in the run's few verifier-and-worker pairs, `CheckSessions`), or in the notebook's kernel. Either way
+Graded test cells go through `run_graded_test_cell`: checked in separate processes (grader.isolation: in
+the run's few verifier-and-worker pairs, `CheckSessions`), or in the notebook's kernel. Either way
 the verdict is the same, because both paths gather the same facts and apply the same rules; two things make
 sure of it here:
 - the isolated check rebuilds the learner's cells as the kernel ended them: a cell that took its kernel
@@ -54,7 +54,7 @@ from traitlets import Bool, Integer
 from .. import chapters, config, processes
 from ..isolation import hung, isolate, rules
 from . import warm_kernels
-from .ahead import ChecksAhead, ChecksInSessions
+from .ahead import ChecksAhead
 from ..learner.cells import grade_id as _grade_id
 from ..learner.cells import chapter_of, is_autograded_test, is_learner_cell, learner_cells
 from ..learner.code import KernelOutcome
@@ -192,12 +192,11 @@ class LadderExecute(Execute):
         hung_fd, self.hung_record = tempfile.mkstemp(prefix="ladder-hung-", suffix=".txt")
         os.close(hung_fd)
         self.ahead = None
-        # How many of its checks run at once: as the notebook's chapter asks (grader/chapters/grading.toml), or as
-        # LADDER_CHECKS_AT_ONCE says; the run's sessions, verifier-and-worker pairs shared by its checks, are that
-        # many (LADDER_CHECK_PROCESSES=notebook), or None.
-        self.width = config.checks_at_once(self._chapter_checks_at_once())
-        self.session = (isolate.CheckSessions(self.width)
-                        if self.isolated_checks and config.checks_share_processes() else None)
+        # The run's sessions, verifier-and-worker pairs shared by its isolated checks (None: checked in the kernel):
+        # as many as its checks that run at once, as the notebook's chapter asks (grader/chapters/grading.toml) or
+        # as LADDER_CHECKS_AT_ONCE says.
+        self.session = (isolate.CheckSessions(config.checks_at_once(self._chapter_checks_at_once()))
+                        if self.isolated_checks else None)
         try:
             if not self.km.has_kernel:
                 self.start_new_kernel()
@@ -232,13 +231,9 @@ class LadderExecute(Execute):
         return self.nb, self.resources
 
     def _checks_ahead(self):
-        """The notebook's checks, started now beside its kernel: in the run's sessions, one a session at a time,
-        or (without them) `width` at a time in fresh processes; None where every check waits for its cell."""
-        if self.session is not None and self.session.width > 1:
-            return ChecksInSessions(self.nb, self._folder(), self.timeout or None, self.session, self._check)
-        if self.session is not None:
-            return None
-        return ChecksAhead.start(self.nb, self._folder(), self.timeout or None, self.width, self._check)
+        """The notebook's checks, started now beside its kernel in the run's sessions, one a session at a time; None
+        where the run has one session and every check waits for its cell."""
+        return ChecksAhead.start(self.nb, self._folder(), self.timeout or None, self.session, self._check)
 
     def _chapter_checks_at_once(self) -> int:
         """How many checks at once the notebook's chapter asks for (grader/chapters/grading.toml). The chapter is

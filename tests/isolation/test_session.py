@@ -174,7 +174,7 @@ def test_a_check_goes_to_the_session_whose_worker_ran_most_of_its_cells(tmp_path
 
 @pytest.mark.parametrize("width", [1, 2])
 def test_a_deferred_check_ahead_keeps_its_session_for_the_notebooks_check_of_that_cell(tmp_path, width):
-    """What grader.notebooks.ahead.ChecksInSessions does with the sessions: a check ahead that would time is deferred,
+    """What grader.notebooks.ahead.ChecksAhead does with the sessions: a check ahead that would time is deferred,
     and its session is reserved for it: no later check ahead takes it (with one session, none may start), and the
     notebook's own check of that cell gets it, with the worker that ran exactly its cells."""
     cells = _cells(tmp_path / "ran.txt")

@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def sixteen_cpus(monkeypatch):
     monkeypatch.delenv("LADDER_CHECKS_AT_ONCE", raising=False)
-    monkeypatch.delenv("LADDER_CHECK_PROCESSES", raising=False)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)), raising=False)
     config.unpin()
 
