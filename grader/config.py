@@ -67,9 +67,8 @@ def cell_timeout_s() -> int:
 
 
 def first_call_timeout_s() -> float:
-    """The limit of a check's first request of each kind that compiles: starting the worker with the learner's
-    cells (imports, kernels compiled at definition), and the first call of each learner function (compiles,
-    autotunes)."""
+    """Seconds an isolated check's worker may take to start with the learner's cells (imports, kernels compiled at
+    definition), and each learner function's first call in a check (compiles, autotunes)."""
     return _float("LADDER_FIRST_CALL_TIMEOUT_S", 300)
 
 
@@ -181,8 +180,9 @@ VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CAL
 
 
 # ----------------------------------------------------------------------------- what this process is
-# Said by the grader's process that starts this one, in the request or message that starts it (never read from
-# the environment, which a learner's process passes on to whatever it starts).
+# Said in the process, never read from the environment (which a learner's process passes on to whatever it
+# starts): by the grader's own programs of themselves (start_quietly), or by the process that runs a notebook, in
+# its request to the kernel and in each check's Job (set_grader_run).
 
 _quiet_start = False
 _grader_run = False
