@@ -203,6 +203,11 @@ def cmd_check(args) -> int:
         raise LadderError("--repeat does not go with --sanitize (the sanitizer's verdict does not vary by run)")
     if not args.sanitize and (args.tool or args.sanitize_timeout is not None):
         raise LadderError("--tool and --sanitize-timeout go with --sanitize")
+    from . import config
+    try:   # every LADDER_ setting read now, as `ladder grade` does: a bad one is named before any notebook runs
+        config.check_all()
+    except ValueError as exc:
+        raise LadderError(str(exc)) from None
     paths = [recognised(p).path for p in args.notebooks]
     if args.sanitize:
         from .sanitizer.report import DEFAULT_TIMEOUT_S, sanitize

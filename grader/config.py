@@ -5,27 +5,11 @@ Each setting is read when it is asked for, never at import time: a test (or `lad
 pins the settings first (`pin`): a learner's cell that sets one afterwards changes nothing in the
 notebook's kernel, as it changes nothing in the isolated verifier, which reads its own environment.
 
-| variable                      | default | what it changes |
-|-------------------------------|---------|-----------------|
-| LADDER_CELL_TIMEOUT_S         | 900     | seconds a notebook cell, and an isolated check, may run |
-| LADDER_FIRST_CALL_TIMEOUT_S   | 300     | seconds the first call of a learner's function may take in the worker (compiles, autotunes) |
-| LADDER_CALL_TIMEOUT_S         | 60      | seconds any later call may take |
-| LADDER_LOAD_TIMEOUT_S         | 300     | seconds the worker may take to run the learner's cells |
-| LADDER_ISOLATED               | unset   | "1": graded cells are checked in fresh processes; "0": in the notebook's kernel. Unset: grading isolates, `ladder check` does not |
-| LADDER_BARS                   | unset   | a TOML file whose pass bars replace the defaults, key by key |
-| LADDER_UNGRADABLE             | zero    | a speed cell whose bar no correct kernel can reach on this GPU (docs/gpus.md): "zero" scores it 0, "full" gives its points |
-| LADDER_UNCHECKED              | zero    | a cell whose verdict needs a check that could not run on this machine (the device trace, the tensor-core count): "zero" scores it 0 (reason `unchecked`), "full" gives its points with a note |
-| LADDER_CACHE_DIR              | ~/.cache/kernel-ladder | where measured ceilings (and ptxas's reports of compiled kernels) are kept |
-| LADDER_FORCE_NO_GPU           | unset   | any value: behave as on a machine without a GPU (CPU paths on a GPU machine) |
-| LADDER_NO_DISASSEMBLER        | unset   | any value: hide cuobjdump and nvdisasm (chapter 4 falls back to PTX) |
-| LADDER_QUIET_START            | unset   | "1": `start()` prints and measures nothing (set by the grader's own processes) |
-| LADDER_TRACE                  | unset   | "0": no device-side trace of the learner's calls (grader/cuda/trace.py); for measuring what tracing costs |
-| LADDER_SHARED_GPU             | unset   | "1" in a check run ahead of its notebook, beside others on the same GPU (grader/notebooks/ahead.py): anything it would time defers it (grader/cuda/sharing.py) |
-| LADDER_CHECKS_AT_ONCE         | 4 sessions (at most half the CPUs); half the CPUs, at most 8, with "check" | how many of a notebook's graded checks `ladder grade` and `ladder check --isolated` run ahead of the notebook at once, each in a session of its own (or its own fresh pair); 1 runs every check when its cell is reached, in one session |
-| LADDER_CHECK_PROCESSES        | notebook | "notebook": a notebook's graded checks share `LADDER_CHECKS_AT_ONCE` verifier-and-worker pairs, each checking one check at a time (grader/isolation/isolate.py, CheckSessions); "check": a fresh pair for each check |
-| LADDER_HOST_CHECKS            | the CPUs | how many checks ahead all the students graded on one machine run at once (grader/notebooks/slots.py): each GPU worker of `ladder grade --gpus N` runs its student's checks ahead as if alone, and waits for a slot of the machine's |
-| LADDER_HUNG_RECORD            | unset   | set by grader/notebooks/nbexec.py for one notebook's run: the file where its checks name the learner functions that hung (grader/isolation/hung.py) |
-| LADDER_GRADER_RUN             | unset   | "1" in the kernels of `ladder check` and `ladder grade` (set by grader/notebooks/nbexec.py): `profile()` shows the recorded rungs instead of running Nsight Compute |
+Every variable, its default, what it is for and who sets it: the one table in docs/instructors.md ("Settings"),
+which tests/test_settings_table.py holds to what this module reads. The grader's own processes are told what they
+are in the messages that start them, never through the environment: the last section of this module keeps what
+a process was told of itself (it starts quietly, the grader runs it); grader.cuda.sharing whether its check shares
+the GPU, and grader.isolation.hung its run's record of hung functions.
 """
 
 from __future__ import annotations
@@ -41,9 +25,6 @@ KERNEL_STARTUP_TIMEOUT_S = 120   # a notebook kernel that does not start in time
 # How long a speed comparison's interleaved rounds may run while their spread stays above the target
 # (grader.harness.timing.compare); the class summary names a speed cell that ran this long (classgrade.timing).
 SPEED_ROUND_BUDGET_S = 20.0
-
-
-GRADER_RUN = "LADDER_GRADER_RUN"
 
 _pinned: dict[str, str] | None = None
 
@@ -86,15 +67,13 @@ def cell_timeout_s() -> int:
 
 
 def first_call_timeout_s() -> float:
+    """Seconds an isolated check's worker may take to start with the learner's cells (imports, kernels compiled at
+    definition), and each learner function's first call in a check (compiles, autotunes)."""
     return _float("LADDER_FIRST_CALL_TIMEOUT_S", 300)
 
 
 def call_timeout_s() -> float:
     return _float("LADDER_CALL_TIMEOUT_S", 60)
-
-
-def load_timeout_s() -> float:
-    return _float("LADDER_LOAD_TIMEOUT_S", 300)
 
 
 def isolated(default: bool) -> bool:
@@ -145,29 +124,8 @@ def hide_disassemblers() -> bool:
     return bool(_get("LADDER_NO_DISASSEMBLER"))
 
 
-def quiet_start() -> bool:
-    return _get("LADDER_QUIET_START") == "1"
-
-
 def trace_enabled() -> bool:
     return _get("LADDER_TRACE") != "0"
-
-
-def shared_gpu() -> bool:
-    """This process's check runs beside other checks on the same GPU (grader.cuda.sharing)."""
-    return _get("LADDER_SHARED_GPU") == "1"
-
-
-def set_shared_gpu(shared: bool) -> None:
-    """Say whether the check starting now shares its GPU: a session's worker (grader.isolation.worker) serves
-    checks ahead and alone in turn, and its settings were pinned by the learner's setup cell."""
-    for settings in (os.environ, _pinned):
-        if settings is None:
-            continue
-        if shared:
-            settings["LADDER_SHARED_GPU"] = "1"
-        else:
-            settings.pop("LADDER_SHARED_GPU", None)
 
 
 def _at_least_one(name: str, default: int, meaning_of_one: str = "") -> int:
@@ -184,79 +142,70 @@ def _at_least_one(name: str, default: int, meaning_of_one: str = "") -> int:
     return value
 
 
-# A notebook run's sessions by default. Alone on an H200, a correct chapter-5 student took 61, 57, 51 and 39 s
-# with 1, 2, 3 and 4 sessions, and 40 s with a fresh pair for each check, 8 at once; chapter 1's took 24-27 s
-# whatever the number (assets/results/class-grading/sessions-width-h200). Four sessions are eight CUDA starts a
-# notebook, where a fresh pair for each of chapter 5's 9 checks, and for its two speed checks again alone, was 22.
-# A chapter may ask for fewer (grader/chapters/grading.toml: chapter 1 has one).
-SESSIONS_AT_ONCE = 4
-
-
-def checks_at_once(chapter_sessions: int | None = None) -> int:
-    """How many graded checks of one notebook run at once ahead of it (grader.notebooks.ahead); 1: none ahead.
-    Where a notebook's checks share sessions (checks_share_processes, the default) this is also how many sessions
-    the run has, by default `chapter_sessions` (its chapter's, grader/chapters/grading.toml) or else
-    SESSIONS_AT_ONCE: each is a verifier and a worker, two CUDA starts, which several students graded at once on
-    one machine take in turn in the driver's lock. With a fresh pair for each check,
-    by default half the CPUs the process may use, at most 8: the checks compile kernels on the CPU, and each holds
-    a CUDA context (about 0.5 GiB) and its inputs on the student's GPU. Under `ladder grade --gpus N` every
-    worker's student runs as wide, and the machine's CPUs are shared through host_checks."""
+def checks_at_once(default: int) -> int:
+    """How many of a notebook's graded checks run at once (grader.notebooks.ahead), each in a session of its own; 1:
+    every check when the notebook reaches its cell. LADDER_CHECKS_AT_ONCE, else `default` (the notebook's chapter's,
+    grader/chapters/grading.toml) but at most half the CPUs this process may use: each session is a verifier and a
+    worker, two CUDA starts (which several students graded at once on one machine take in turn in the driver's
+    lock), and its checks compile the learner's kernels on the CPU."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    wide = max(1, min(8, cpus // 2))
-    default = min(chapter_sessions or SESSIONS_AT_ONCE, wide) if checks_share_processes() else wide
-    return _at_least_one("LADDER_CHECKS_AT_ONCE", default, " (1 runs no check ahead)")
+    return _at_least_one("LADDER_CHECKS_AT_ONCE", max(1, min(default, cpus // 2)), " (1 runs no check ahead)")
 
 
-CHECK_PROCESSES = ("notebook", "check")
-
-
-def checks_share_processes() -> bool:
-    """A notebook's graded checks share a few verifier-and-worker pairs, each checking one check at a time
-    (LADDER_CHECK_PROCESSES=notebook, the default; checks_at_once of them), rather than each getting a fresh pair
-    ("check"). Every process that starts CUDA takes the driver's
-    lock, one for the machine: with several students graded at once, fewer starts is what scales."""
-    raw = (_get("LADDER_CHECK_PROCESSES") or "notebook").strip().lower()
-    if raw not in CHECK_PROCESSES:
-        raise ValueError(f"LADDER_CHECK_PROCESSES={raw!r}: use one of {', '.join(CHECK_PROCESSES)}")
-    return raw == "notebook"
-
-
-def host_checks() -> int:
-    """How many checks ahead may run at once on this machine, all its students together (grader.notebooks.slots):
-    by default one a CPU, so that N GPU workers each running a student's checks ahead as wide as alone
-    (checks_at_once) do not ask the CPUs for N times what one student alone does."""
-    return _at_least_one("LADDER_HOST_CHECKS", max(1, os.cpu_count() or 1))
-
-
-def hung_record() -> str | None:
-    """The file of this notebook run's hung learner functions (grader.isolation.hung), if any. Read from the
-    environment as it is now: nbexec sets it for each run, after any pin."""
-    return os.environ.get("LADDER_HUNG_RECORD") or None
-
-
-HUNG_RECORD = "LADDER_HUNG_RECORD"
+# Settings renamed: set under the old name, each is refused with its new one (check_all).
+RENAMED = {"LADDER_LOAD_TIMEOUT_S": "LADDER_FIRST_CALL_TIMEOUT_S, which now also limits starting the worker with "
+                                    "the learner's cells"}
 
 
 def check_all() -> None:
     """Read every setting that has a value to check, raising ValueError (naming the variable) at the first bad one:
-    `ladder grade` calls it before its first student, where a bad value read inside each notebook's run would fail
-    every student of the class alike."""
-    for read in (cell_timeout_s, first_call_timeout_s, call_timeout_s, load_timeout_s, ungradable_policy,
-                 unchecked_policy, checks_at_once, host_checks, checks_share_processes):
+    `ladder grade` and `ladder check` call it before their first notebook, where a bad value read inside each
+    notebook's run would fail every student of the class alike."""
+    for old, new in RENAMED.items():
+        if _get(old) is not None or os.environ.get(old) is not None:
+            raise ValueError(f"{old} is no longer read: set {new}")
+    for read in (cell_timeout_s, first_call_timeout_s, call_timeout_s, ungradable_policy, unchecked_policy):
         read()
+    checks_at_once(1)
     raw = _get("LADDER_ISOLATED")
     if raw not in (None, "", "0", "1"):
-        raise ValueError(f"LADDER_ISOLATED={raw!r}: use 1 (graded cells in fresh processes) or 0 (in the notebook's "
-                         "kernel)")
+        raise ValueError(f"LADDER_ISOLATED={raw!r}: use 1 (graded cells in the grader's own processes) or 0 (in the "
+                         "notebook's kernel)")
 
 
 # The variables above, for a child process that must see the same settings and for tests.
-VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_LOAD_TIMEOUT_S",
-             "LADDER_ISOLATED", "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_UNCHECKED", "LADDER_CACHE_DIR", "LADDER_FORCE_NO_GPU",
-             "LADDER_NO_DISASSEMBLER", "LADDER_QUIET_START", "LADDER_TRACE", "LADDER_SHARED_GPU",
-             "LADDER_CHECKS_AT_ONCE", "LADDER_CHECK_PROCESSES", "LADDER_HOST_CHECKS", HUNG_RECORD, GRADER_RUN)
+VARIABLES = ("LADDER_CELL_TIMEOUT_S", "LADDER_FIRST_CALL_TIMEOUT_S", "LADDER_CALL_TIMEOUT_S", "LADDER_ISOLATED",
+             "LADDER_BARS", "LADDER_UNGRADABLE", "LADDER_UNCHECKED", "LADDER_CHECKS_AT_ONCE", "LADDER_CACHE_DIR",
+             "LADDER_FORCE_NO_GPU", "LADDER_NO_DISASSEMBLER", "LADDER_TRACE")
+
+
+# ----------------------------------------------------------------------------- what this process is
+# Said in the process, never read from the environment (which a learner's process passes on to whatever it
+# starts): by the grader's own programs of themselves (start_quietly), or by the process that runs a notebook, in
+# its request to the kernel and in each check's Job (set_grader_run).
+
+_quiet_start = False
+_grader_run = False
+
+
+def start_quietly() -> None:
+    """This process is one of the grader's own (the worker, the sanitizer's runner, the profiler's target):
+    `start()` in the learner's setup cell neither prints nor measures ceilings here."""
+    global _quiet_start
+    _quiet_start = True
+
+
+def quiet_start() -> bool:
+    return _quiet_start
+
+
+def set_grader_run(on: bool) -> None:
+    """This process runs a notebook's cells for `ladder check` or `ladder grade` (told by grader.notebooks.nbexec:
+    a scratch request to each kernel it starts, a field of each isolated check's Job): what decides no score
+    (profile(), ungraded timings, stretch goals) is left out on a GPU."""
+    global _grader_run
+    _grader_run = on
 
 
 def grader_run() -> bool:
-    """This process is a notebook kernel that `ladder check` or `ladder grade` runs."""
-    return _get(GRADER_RUN) == "1"
+    return _grader_run

@@ -183,6 +183,18 @@ def test_a_notebook_of_another_chapter_is_named_as_such(files, capsys):
     assert "is chapter 7's notebook (07_reductions), not chapter 1's" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name, value, says", [
+    ("LADDER_LOAD_TIMEOUT_S", "600", "LADDER_LOAD_TIMEOUT_S is no longer read: set LADDER_FIRST_CALL_TIMEOUT_S"),
+    ("LADDER_CHECKS_AT_ONCE", "0", "LADDER_CHECKS_AT_ONCE='0': at least 1"),
+])
+def test_ladder_check_names_a_bad_or_renamed_setting_before_any_notebook_runs(monkeypatch, capsys, name, value,
+                                                                              says):
+    monkeypatch.setenv(name, value)
+    assert main(["check", CH1]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ladder check: ") and says in err and "Traceback" not in err, err
+
+
 def test_a_chapter_outside_any_repository_is_not_called_a_missing_path(monkeypatch, tmp_path, capsys):
     import grader.notebooks.recognise as recognise
 
@@ -245,12 +257,11 @@ BAD_INSTRUCTOR_INPUTS = {
     "LADDER_FIRST_CALL_TIMEOUT_S": ([], {"LADDER_FIRST_CALL_TIMEOUT_S": "0"}, "LADDER_FIRST_CALL_TIMEOUT_S='0': give a "
                                                                               "positive number of seconds"),
     "LADDER_CALL_TIMEOUT_S": ([], {"LADDER_CALL_TIMEOUT_S": "-1"}, "LADDER_CALL_TIMEOUT_S='-1': give a positive"),
-    "LADDER_LOAD_TIMEOUT_S": ([], {"LADDER_LOAD_TIMEOUT_S": "5 min"}, "LADDER_LOAD_TIMEOUT_S='5 min' is not a number"),
+    "LADDER_LOAD_TIMEOUT_S, renamed": ([], {"LADDER_LOAD_TIMEOUT_S": "600"}, "LADDER_LOAD_TIMEOUT_S is no longer "
+                                                                           "read: set LADDER_FIRST_CALL_TIMEOUT_S"),
     "LADDER_UNGRADABLE": ([], {"LADDER_UNGRADABLE": "half"}, "LADDER_UNGRADABLE='half': use one of zero, full"),
     "LADDER_UNCHECKED": ([], {"LADDER_UNCHECKED": "some"}, "LADDER_UNCHECKED='some': use one of zero, full"),
     "LADDER_CHECKS_AT_ONCE": ([], {"LADDER_CHECKS_AT_ONCE": "0"}, "LADDER_CHECKS_AT_ONCE='0': at least 1"),
-    "LADDER_HOST_CHECKS": ([], {"LADDER_HOST_CHECKS": "all"}, "LADDER_HOST_CHECKS='all' is not a whole number"),
-    "LADDER_CHECK_PROCESSES": ([], {"LADDER_CHECK_PROCESSES": "cell"}, "LADDER_CHECK_PROCESSES='cell': use one of"),
     "LADDER_ISOLATED": ([], {"LADDER_ISOLATED": "yes"}, "LADDER_ISOLATED='yes': use 1"),
     "--cluster-option not YAML": (["--cluster", "slurm", "--cluster-option", "job_extra_directives=['--gres"], {},
                                   "--cluster-option job_extra_directives=['--gres: its value is not YAML"),

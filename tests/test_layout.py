@@ -81,10 +81,10 @@ def test_every_setting_is_read_in_grader_config():
     assert not readers, f"these modules read LADDER_* settings themselves: {readers}"
     from grader import config
 
-    documented = set(re.findall(r"\bLADDER_[A-Z_]+\b", config.__doc__))
-    assert documented == set(config.VARIABLES), "grader/config.py's table lists every setting it reads"
+    # docs/instructors.md's table lists them (tests/test_settings_table.py); a renamed one is named to be refused.
+    known = set(config.VARIABLES) | set(config.RENAMED)
     used = {v for p in GRADER.rglob("*.py") for v in re.findall(r"\bLADDER_[A-Z_]+\b", p.read_text())}
-    assert used <= set(config.VARIABLES), f"settings named in grader/ but not in grader.config: {used - set(config.VARIABLES)}"
+    assert used <= known, f"settings named in grader/ but not in grader.config: {used - known}"
 
 
 def test_the_readme_layout_names_every_module():

@@ -19,7 +19,9 @@ from functools import cache
 from importlib import resources
 from types import ModuleType
 
-GRADING_FIELDS = {"check_sessions": int}
+GRADING_FIELDS = {"checks_at_once": int}
+# Fields of grading.toml that were renamed: the old name is refused with the new one.
+RENAMED_FIELDS = {"check_sessions": "checks_at_once"}
 
 
 def names() -> list[str]:
@@ -58,21 +60,30 @@ def all_bar_keys() -> dict[str, str]:
 
 @cache
 def grading() -> dict[str, dict]:
-    """chNN -> how its notebooks are graded where it differs from the default (grading.toml), read without
-    importing any chapter module."""
+    """chNN (or "default") -> how its notebooks are graded (grading.toml), read without importing any chapter
+    module."""
     table = tomllib.loads(resources.files(__name__).joinpath("grading.toml").read_text())
     known = names()
     for chapter, fields in table.items():
-        if chapter not in known:
-            raise ValueError(f"grader/chapters/grading.toml: [{chapter}] is no chapter; there are {', '.join(known)}")
+        if chapter not in known and chapter != "default":
+            raise ValueError(f"grader/chapters/grading.toml: [{chapter}] is no chapter; there are {', '.join(known)} "
+                             "and [default]")
         for field, value in fields.items():
+            if field in RENAMED_FIELDS:
+                raise ValueError(f"grader/chapters/grading.toml: [{chapter}] {field} is now called "
+                                 f"{RENAMED_FIELDS[field]}")
             wanted = GRADING_FIELDS.get(field)
             if wanted is None or type(value) is not wanted or value < 1:
                 raise ValueError(f"grader/chapters/grading.toml: [{chapter}] {field} = {value!r}: the fields are "
                                  + ", ".join(f"{f} (a whole number, at least 1)" for f in GRADING_FIELDS))
+    missing = set(GRADING_FIELDS) - set(table.get("default", {}))
+    if missing:
+        raise ValueError(f"grader/chapters/grading.toml: [default] needs {', '.join(sorted(missing))}")
     return table
 
 
-def check_sessions(chapter: str | None) -> int | None:
-    """How many sessions a notebook of `chapter` gives its checks, where its chapter says (None: the default)."""
-    return grading().get(chapter or "", {}).get("check_sessions")
+def checks_at_once(chapter: str | None) -> int:
+    """How many of a notebook's graded checks run at once, each in a session of its own, as `chapter` says (a
+    chapter that says nothing, or a notebook of none: grading.toml's [default])."""
+    table = grading()
+    return table.get(chapter or "", {}).get("checks_at_once", table["default"]["checks_at_once"])

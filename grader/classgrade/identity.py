@@ -12,13 +12,10 @@ from pathlib import Path
 from .. import config
 
 GRADER_DIR = Path(__file__).resolve().parents[1]
-# Settings that change no verdict: where caches live, and flags the grader sets for its own processes.
-# Settings that change no verdict. LADDER_SHARED_GPU is set by the grader for its own checks ahead, and
-# LADDER_CHECKS_AT_ONCE and LADDER_HOST_CHECKS only how many run at once (grader.notebooks.ahead, slots), and
-# LADDER_HUNG_RECORD names one notebook run's file: a class graded on more GPUs, or more CPUs, resumes where
-# another run stopped.
-_NOT_VERDICT = {"LADDER_CACHE_DIR", "LADDER_QUIET_START", config.GRADER_RUN, "LADDER_BARS", "LADDER_SHARED_GPU",
-                "LADDER_CHECKS_AT_ONCE", "LADDER_HOST_CHECKS", config.HUNG_RECORD}
+# Settings that change no verdict: where caches live, the bars (hashed as bytes, whatever their path), and how many
+# checks run at once (grader.notebooks.ahead): a class graded on more GPUs, or more CPUs, resumes where another run
+# stopped.
+_NOT_VERDICT = {"LADDER_CACHE_DIR", "LADDER_BARS", "LADDER_CHECKS_AT_ONCE"}
 
 
 def sha256(data: bytes) -> str:

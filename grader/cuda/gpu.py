@@ -34,7 +34,7 @@ def _count_devices_once(torch) -> None:
 
     Why: torch 2.11 counts the devices again through NVML when CUDA first starts in a process (the capability
     check of `torch.cuda._lazy_init`), and NVML's start opens every GPU of the machine under the driver's
-    machine-wide lock. Every check of `ladder grade` starts two fresh processes, each paying it: 9 s of a
+    machine-wide lock. Every process a check runs in pays it: with a fresh pair of processes for each check, 9 s of a
     chapter-1 student's check processes alone, 14 s with four students at once, for nothing cuInit had not
     already counted (assets/results/class-grading/driver-lock-h100x4). cuInit has run here, so
     CUDA_VISIBLE_DEVICES can no longer change for this process and the count is final; newer torch skips NVML

@@ -1,7 +1,8 @@
 """A check that shares its GPU with other checks of the same student: whatever it timed would be false.
 
 `ladder grade` and `ladder check --isolated` run a notebook's graded checks ahead of the notebook,
-several at once (grader/notebooks/ahead.py), with LADDER_SHARED_GPU=1 in their environment. Whether a
+several at once (grader/notebooks/ahead.py), each told so by the message that starts it (the verifier by its
+`Job`, the worker by its `Load`: grader.isolation.messages), which calls `set_shared`. Whether a
 kernel computes the right thing, writes out of bounds or allocates O(N) memory does not depend on what
 else runs on the GPU; how fast it runs does, and so does which configuration an autotuner would keep.
 So, in such a check, the first thing that would time anything (a timed batch, a ceiling's measurement,
@@ -15,7 +16,6 @@ check that timed nothing may be taken from a shared GPU, one that tried to may n
 
 from __future__ import annotations
 
-from .. import config
 from ..errors import DEFERRED  # noqa: F401 - the verdict's reason for such a check: never a grade, always run again
 
 
@@ -24,17 +24,25 @@ class NeedsOwnGPU(BaseException):
 
 
 _raised: str | None = None
+_shared = False
+
+
+def set_shared(shared: bool) -> None:
+    """Say whether the check starting now in this process shares its GPU: a session's verifier and worker serve
+    checks ahead and checks alone in turn."""
+    global _shared
+    _shared = shared
 
 
 def shared() -> bool:
-    """This process's check shares its GPU with other checks (LADDER_SHARED_GPU)."""
-    return config.shared_gpu()
+    """This process's check shares its GPU with other checks."""
+    return _shared
 
 
 def require_own_gpu(what: str) -> None:
     """Raise NeedsOwnGPU if this process's check shares its GPU; `what` names what would be timed."""
     global _raised
-    if config.shared_gpu():
+    if _shared:
         _raised = _raised or what
         raise NeedsOwnGPU(f"{what} needs the GPU to itself")
 
@@ -50,7 +58,7 @@ def speed_check_ahead(what: str) -> None:
     (ROOM_FOR_TIMING_INPUTS), the check goes on to its correctness trial at the timing size, which
     compiles what the check run alone will need (an autotuned kernel: every configuration, untimed:
     grader.cuda.autotune.compile_every_config), and stops at the first timing; on a smaller GPU it stops now."""
-    if not config.shared_gpu():
+    if not _shared:
         return
     from .gpu import gpu_info
 

@@ -2,9 +2,9 @@
 
 Why: every isolated check starts a fresh worker, so a learner function that never returns made each check
 that calls it wait out its own time limit (with the default limits, 300 s for each graded cell of one
-student). The notebook's executor (grader.notebooks.nbexec) names a small file for the run in
-RECORD_VARIABLE; a check that sees one of the learner's functions time out (grader.isolation.remote)
-writes the function's name there, and a later check of the same run that calls it fails at once with the
+student). The notebook's executor (grader.notebooks.nbexec) names a small file for the run in each check's
+`Job` (`hung_record`, which the verifier passes to `use_record`); a check that sees one of the learner's
+functions time out (grader.isolation.remote) writes the function's name there, and a later check of the same run that calls it fails at once with the
 same reason, saying that it hung before. A check that does not call it is graded as usual.
 
 Only a time-out seen with the GPU to itself is written: a check ahead of the notebook shares the GPU and
@@ -17,22 +17,25 @@ can only fail its own checks.
 
 from __future__ import annotations
 
-from .. import config
 from ..errors import CheckTimedOut
 
-RECORD_VARIABLE = config.HUNG_RECORD
 # In the message of a check answered at once: the class summary (grader.classgrade.timing) counts such cells
 # apart from the one that waited out its limit.
 ANSWERED_AT_ONCE = "timed out in an earlier check of this notebook"
 
-
-def _record() -> str | None:
-    return config.hung_record()
+_record: str | None = None
 
 
-def hung_functions() -> set[str]:
-    """The learner functions that timed out earlier in this notebook's run."""
-    path = _record()
+def use_record(path: str | None) -> None:
+    """The file of the notebook run whose check starts now in this process (None: a check of no run)."""
+    global _record
+    _record = path
+
+
+def hung_functions(path: str | None = None) -> set[str]:
+    """The learner functions that timed out earlier in this notebook's run (in the record `path`, else this
+    process's)."""
+    path = path or _record
     if not path:
         return set()
     try:
@@ -53,9 +56,9 @@ def refuse_if_hung(name: str, what: str) -> None:
 
 
 def note_hung(name: str) -> None:
-    """Remember that the learner's `name` timed out, where the check had the GPU to itself."""
-    path = _record()
-    if not path or config.shared_gpu() or name in hung_functions():
+    """Remember that the learner's `name` timed out (in a check that had the GPU to itself: its caller decides)."""
+    path = _record
+    if not path or name in hung_functions():
         return
     try:
         with open(path, "a", encoding="utf-8") as f:

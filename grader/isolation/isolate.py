@@ -1,16 +1,17 @@
-"""Graded checks in fresh processes: how `ladder grade` (and `ladder check --isolated`) checks a test cell.
+"""Graded checks in the grader's own processes: how `ladder grade` (and `ladder check --isolated`) checks a test cell.
 
 A check is described by data only: the learner's cells (the notebook's setup cell and its solution
 cells before the test cell, taken from the notebook file, never from a running kernel), how each of
 those cells ended in the notebook's kernel when that is known, and the test cell's own source (in
 nbgrader's autograde, restored from the gradebook).
 
-`check_sources` has a verifier (which never executes learner code) forked, in a new process group,
-from this process's fork server (grader.isolation.server), which imported torch once; the verifier
-forks a worker that runs the learner's cells. A notebook's run passes its `CheckSessions`, a few such
-pairs (`CheckSession`), each checking its cells one at a time. The verdict comes back over a socket only the verifier
-holds. Nothing the notebook's own kernel did (patched torch, a patched timer or grader, cached
-tensors, a broken CUDA context) can reach it. docs/isolation.md describes the design.
+`check_sources` checks in a session (`CheckSession`): a verifier (which never executes learner code) forked, in a
+new process group, from this process's fork server (grader.isolation.server), which imported torch once, and a
+worker the verifier forks to run the learner's cells; they check one check at a time. A notebook's run passes its
+`CheckSessions`, a few such sessions; any other check (`ladder calibrate`, `check_cell`) gets a session used once.
+The verdict comes back over a socket only the verifier holds. Nothing the notebook's own kernel did (patched
+torch, a patched timer or grader, cached tensors, a broken CUDA context) can reach it. docs/isolation.md describes
+the design.
 """
 
 from __future__ import annotations
@@ -88,29 +89,28 @@ def _server() -> _Server:
 def check_sources(cells: list[tuple[str, str]], source: str, name: str = "test", timeout_s: float | None = None,
                   cwd: str | None = None, outcomes: dict[str, KernelOutcome] | None = None,
                   shared_gpu: bool = False, cancel: threading.Event | None = None,
-                  session: CheckSession | CheckSessions | None = None) -> Verdict:
+                  session: CheckSession | CheckSessions | None = None, hung_record: str | None = None,
+                  grader_run: bool = False) -> Verdict:
     """The verdict of one check. `shared_gpu`: it runs beside other checks of the same student on one GPU
     (grader.notebooks.ahead), and is deferred if it would time anything (grader.cuda.sharing). `cancel`, once
     set, stops the check's processes and makes its verdict "deferred" (a check ahead that is no longer wanted).
     `session`: the notebook run's sessions (CheckSessions: the idle one that suits it), or one of them that a check
-    ahead took (CheckSession), check it; else a fresh verifier and worker."""
+    ahead took (CheckSession), check it; else a session used once. `hung_record`, `grader_run`: the
+    notebook run's, where the check is one of a run's (grader.notebooks.nbexec; messages.Job)."""
     timeout_s = timeout_s or config.cell_timeout_s()
-    job = Job(list(cells), source, name, dict(outcomes or {}))
+    job = Job(list(cells), source, name, dict(outcomes or {}), shared_gpu, hung_record, grader_run)
     env = _environ()
-    env.pop("LADDER_QUIET_START", None)
-    env.pop("LADDER_SHARED_GPU", None)
-    if shared_gpu:
-        env["LADDER_SHARED_GPU"] = "1"
     with tempfile.TemporaryDirectory(prefix="ladder-check-") as tmp:
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
         for path in (out_path, err_path):
             open(path, "wb").close()
         if session is not None:
             return session.check(job, env, cwd, out_path, err_path, timeout_s, cancel)
-        fork_server = _server()
-        start = time.perf_counter()
-        pid, fd = fork_server.fork(server.Fork(job, env, cwd, out_path, err_path))
-        return _verdict(_Child(fork_server, pid, fd), job, start, timeout_s, cancel, out_path, err_path)
+        once = CheckSession()
+        try:
+            return once.check(job, env, cwd, out_path, err_path, timeout_s, cancel)
+        finally:
+            once.close()
 
 
 class _Child:
@@ -133,9 +133,9 @@ class _Child:
 
 
 def _verdict(child: _Child, job: Job, start: float, timeout_s: float, cancel: threading.Event | None, out_path: str,
-             err_path: str, session: bool = False) -> Verdict:
-    """The verdict `child` sends for `job`, or the one its silence earns. A fresh verifier is stopped afterwards
-    whatever happened; a session's (`session`) only where it is over."""
+             err_path: str) -> Verdict:
+    """The verdict `child`, a session's verifier, sends for `job`, or the one its silence earns. The verifier is
+    stopped where the session is over: its verdict says so, or none came."""
     name = job.test_name
     raw = b""
     over = True
@@ -154,7 +154,7 @@ def _verdict(child: _Child, job: Job, start: float, timeout_s: float, cancel: th
                            time.perf_counter() - start, "CheckTimedOut")
         if raw:
             v = json.loads(raw)
-            over = v.pop("session_over", True) or not session
+            over = v.pop("session_over", True)
             v["stdout"] = _read(out_path)
             return Verdict(**v)
         code = _exit_code(child.fork_server, child.pid)
@@ -167,21 +167,21 @@ def _verdict(child: _Child, job: Job, start: float, timeout_s: float, cancel: th
 
 
 class CheckSession:
-    """One verifier and one worker for checks of one notebook run, which they check one at a time (a run has a few:
-    CheckSessions).
+    """One verifier and one worker for the checks of one notebook run, which they check one at a time (a run has a
+    few: CheckSessions), or for one check of no run (check_sources uses it once, then closes it).
 
     Why: each process that starts CUDA takes the NVIDIA driver's lock, one for the machine. A fresh verifier
     and worker per check made a student's eight checks sixteen CUDA starts, and four students graded at once on
     four GPUs waited on each other in that lock (assets/results/class-grading/driver-lock-h100x4). A session
     starts CUDA twice for the notebook, and runs each learner cell once.
 
-    What a check sees is what it would see in a fresh pair, but for what the learner's own functions kept from
-    an earlier check of the same notebook (as in the notebook's kernel, where the cells run in the same order):
+    What a check sees is what it would see in a session used once, but for what the learner's own functions kept
+    from an earlier check of the same notebook (as in the notebook's kernel, where the cells run in the same order):
     the worker runs the cells a check adds after those it ran, and begins each check by letting go of what the
     last one bound (grader.isolation.worker). The grader's side keeps nothing from a check but its caches.
     A check whose cells do not extend the ones the worker ran (a cell that ended otherwise than assumed, a check
     run again out of order), and any check after one that timed out, crashed or tampered with the connection,
-    gets a new session: forked from the fork server like a fresh verifier, with a fresh worker."""
+    gets a new session: a verifier forked from the fork server, with a fresh worker."""
 
     def __init__(self):
         self.child: _Child | None = None
@@ -210,7 +210,7 @@ class CheckSession:
             self.cells = [tuple(c) for c in job.cells]
             self.outcomes = {name: job.outcomes[name] for name, _ in job.cells if name in job.outcomes}
             child = self.child
-            verdict = _verdict(child, job, start, timeout_s, cancel, out_path, err_path, session=True)
+            verdict = _verdict(child, job, start, timeout_s, cancel, out_path, err_path)
             if child.conn.closed:
                 self.child = None
             return verdict
@@ -218,7 +218,7 @@ class CheckSession:
     def _new(self, env: dict, cwd: str | None) -> None:
         self.close()
         fork_server = _server()
-        pid, fd = fork_server.fork(server.Fork(None, env, cwd, os.devnull, os.devnull, session=True))
+        pid, fd = fork_server.fork(server.Fork(env, cwd))
         self.child, self.cwd, self.cells, self.outcomes = _Child(fork_server, pid, fd), cwd, [], {}
         self.started += 1
 

@@ -187,25 +187,29 @@ REPLIES = {Prepare: Prepared, Load: Loaded, Describe: Described, Call: Called, B
 
 @dataclass
 class Job:
-    """One graded test cell to check: what `ladder grade` sends the verifier, as JSON on its stdin."""
+    """One graded test cell to check, and how its check runs: what the asking process (grader.isolation.isolate)
+    sends the verifier."""
     cells: list[tuple[str, str]]           # the learner's cells: (name, source)
     test: str                              # the test cell's source
     test_name: str = "test"
     outcomes: dict[str, KernelOutcome] = field(default_factory=dict)
+    shared_gpu: bool = False               # it runs beside other checks on its GPU (grader.cuda.sharing)
+    hung_record: str | None = None         # the notebook run's file of hung learner functions (grader.isolation.hung)
+    grader_run: bool = False               # a check of `ladder check` or `ladder grade`'s run (config.grader_run)
 
     def to_json(self) -> str:
         import json
 
-        return json.dumps({"cells": self.cells, "test": self.test, "test_name": self.test_name,
-                           "outcomes": {k: asdict(v) for k, v in self.outcomes.items()}})
+        return json.dumps({**asdict(self), "outcomes": {k: asdict(v) for k, v in self.outcomes.items()}})
 
     @classmethod
     def from_json(cls, text: str) -> "Job":
         import json
 
         raw = json.loads(text)
-        return cls([tuple(c) for c in raw["cells"]], raw["test"], raw.get("test_name", "test"),
-                   {k: KernelOutcome(**v) for k, v in raw.get("outcomes", {}).items()})
+        raw["cells"] = [tuple(c) for c in raw["cells"]]
+        raw["outcomes"] = {k: KernelOutcome(**v) for k, v in raw.get("outcomes", {}).items()}
+        return cls(**raw)
 
 
 def extends(cells, outcomes: dict, ran, ran_outcomes: dict) -> bool:
@@ -217,7 +221,7 @@ def extends(cells, outcomes: dict, ran, ran_outcomes: dict) -> bool:
 
 @dataclass
 class SessionCheck:
-    """One check for a session's verifier (grader.isolation.verifier.serve_session), from the asking process:
+    """One check for a session's verifier (grader.isolation.verifier.serve), from the asking process:
     the job, that process's environment as it is now, and the files the check's output goes to."""
     job: Job
     environ: dict

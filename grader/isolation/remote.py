@@ -162,11 +162,11 @@ class WorkerHandle:
     def load(self, cells, outcomes) -> Loaded:
         """Start a check: the first time, prepare the worker and time empty requests on it while no learner code
         has run (the reference that caps what a timed batch's overhead may be credited: grader.isolation.trusted);
-        then run the cells the worker has not run yet. A session's worker (grader.isolation.verifier.serve_session)
+        then run the cells the worker has not run yet. A session's worker (grader.isolation.verifier.serve)
         ran an earlier check's cells already: `cells` must start with them, ended as they did."""
         outcomes = dict(outcomes or {})
         if not self.started:
-            self.request(Prepare(), config.load_timeout_s(), "starting the process that runs your code")
+            self.request(Prepare(), config.first_call_timeout_s(), "starting the process that runs your code")
             samples = []
             for _ in range(CLEAN_SAMPLES):
                 t0 = NOW()
@@ -180,7 +180,7 @@ class WorkerHandle:
         new = [tuple(c) for c in cells[len(self.cells):]]
         new_outcomes = {name: outcomes[name] for name, _ in new if name in outcomes}
         self.called = set()   # each check's first call of a function may compile and autotune: the longer limit
-        reply = self.request(Load(new, new_outcomes, shared_gpu=config.shared_gpu()), config.load_timeout_s(),
+        reply = self.request(Load(new, new_outcomes, shared_gpu=sharing.shared()), config.first_call_timeout_s(),
                              "running your notebook's cells")
         self.cells += new
         self.outcomes.update(new_outcomes)
@@ -297,7 +297,8 @@ class RemoteFunction(LearnerFunction):
         try:
             return self.handle.request(msg, timeout, what)
         except CheckTimedOut:
-            hung.note_hung(self.name)
+            if not sharing.shared():   # beside other checks a neighbour may have slowed it: checked again alone
+                hung.note_hung(self.name)
             raise
 
     def _run(self, args, kwargs, policy):

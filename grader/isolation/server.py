@@ -1,10 +1,10 @@
 """The process verifiers are forked from: `python -m grader.isolation.server SOCKET_FD`.
 
-Every graded check runs in a fresh verifier (grader.isolation.verifier), and a fresh interpreter
-spends two to three seconds importing torch before it can check anything. This server imports torch
+Every graded check runs in a verifier (grader.isolation.verifier), and a fresh interpreter spends two to
+three seconds importing torch before it can check anything. This server imports torch
 and the verifier once, for the life of the process that grades (`ladder grade`, `ladder check`), and
-forks a verifier per check, or one for a notebook's run that checks its cells in turn (a session:
-grader.isolation.isolate.CheckSession): milliseconds. It never runs a check, the learner's code or
+forks a verifier for each session (grader.isolation.isolate.CheckSession), which checks a notebook run's cells in
+turn, or one check of no run: milliseconds. It never runs a check, the learner's code or
 anything that touches CUDA (a forked child cannot use a GPU its parent initialised), so every verifier
 starts from the same clean state.
 
@@ -15,7 +15,7 @@ kernel's or a console script's main costs time in every check.
 The protocol, over a Unix socket pair whose other end the asking process holds (grader.isolation.
 isolate): a request is a pickled `Fork` (length-prefixed); the reply is the child's pid, with the
 asking end of a socket pair whose other end the child holds, passed as a file descriptor: the child
-writes its verdict there (a session also reads its next check from it). The server keeps no copy of
+reads each check from it and writes each verdict there. The server keeps no copy of
 either end. A socket, not a pipe: another process of the same user can open a pipe through
 /proc/PID/fd, never a socket. A `Status` request returns how a child ended, once it has.
 
@@ -46,13 +46,10 @@ PRELOAD = ("torch", "numpy", VERIFIER)
 
 @dataclass
 class Fork:
-    """Fork a verifier for `job`, in the asking process's environment and folder as they are now."""
-    job: object
+    """Fork a session's verifier (grader.isolation.verifier.serve), in the asking process's environment and folder
+    as they are now."""
     environ: dict
     cwd: str | None
-    stdout_path: str
-    stderr_path: str
-    session: bool = False   # serve checks in turn over the socket (grader.isolation.verifier.serve_session)
 
 
 @dataclass
@@ -153,12 +150,7 @@ def _child(sock: socket.socket, request: Fork, verdict: socket.socket) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     code = 1
     try:
-        conn = Connection(verdict.detach())
-        if request.session:
-            verifier.serve_session(conn, request.environ, request.cwd)
-        else:
-            verifier.forked(request.job, request.environ, request.cwd, conn, request.stdout_path,
-                            request.stderr_path)
+        verifier.serve(Connection(verdict.detach()), request.environ, request.cwd)
         code = 0
     finally:
         os._exit(code)  # never back into the server's loop

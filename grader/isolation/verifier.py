@@ -1,12 +1,11 @@
-"""The verifier: a fresh process per graded test cell, or one per notebook run that checks its cells in
-turn (`serve_session`), forked by grader.isolation.isolate.
+"""The verifier: a session's process, forked by grader.isolation.isolate's fork server, that checks a notebook
+run's cells in turn, or one check of no run (`serve`).
 
-It takes a `Job` (the learner's cells, the test cell's source), starts a worker that
-runs the learner's cells (a session's worker runs each cell once, those a later check adds after the ones
-an earlier check ran), binds every name the test cell uses to a stand-in for the worker's object
-(a `RemoteFunction` for a function), and runs the test cell's own source here, with the grader's
-checks. The learner's code never runs in this process. What the checks print goes to stdout (it
-becomes the cell's output); the `Verdict` goes back over a connection the worker does not hold.
+It takes a `Job` (the learner's cells, the test cell's source), has its worker run the learner's cells (each
+cell once, those a later check adds after the ones an earlier check ran), binds every name the test cell uses
+to a stand-in for the worker's object (a `RemoteFunction` for a function), and runs the test cell's own source
+here, with the grader's checks. The learner's code never runs in this process. What the checks print goes to
+stdout (it becomes the cell's output); the `Verdict` goes back over a connection the worker does not hold.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import time
 from .. import chapters, config, processes
 from ..cuda import sharing
 from ..errors import DEFERRED, LadderError
-from . import rules
+from . import hung, rules
 from .messages import Job, Verdict
 
 
@@ -63,6 +62,10 @@ def run(job: Job, worker_method: str = "spawn", private: tuple = (), handle=None
     """The verdict on `job`, from a worker started for it (`worker_method`, `private`: see
     grader.isolation.remote.WorkerHandle), or from `handle`, a session's worker, kept open afterwards."""
     sharing.clear()
+    # How this check runs, from its Job: a session's verifier serves checks ahead and alone, of one run, in turn.
+    sharing.set_shared(job.shared_gpu)
+    hung.use_record(job.hung_record)
+    config.set_grader_run(job.grader_run)
     ended: list[str] = []
     verdict = _judge(job, worker_method, private, handle, ended)
     verdict.ended = ended
@@ -136,34 +139,18 @@ def _judge(job: Job, worker_method: str, private: tuple, session_handle=None, en
                 ended += handle.ended
 
 
-def forked(job: Job, environ: dict, cwd: str | None, verdict_conn, stdout_path: str, stderr_path: str) -> None:
-    """Entry point of a verifier forked from grader.isolation.isolate's server (which imported torch and
-    this module, and nothing else). It takes the asking process's environment and folder as they are
-    now, leads a session of its own and adopts whatever is orphaned below it (grader.processes: a time limit ends it
-    with its whole tree, and it ends the learner's processes when each check ends),
-    writes what the checks print to `stdout_path`, and sends the `Verdict` over `verdict_conn`, which
-    the worker, forked before any learner code runs, closes."""
-    os.setsid()
-    processes.become_subreaper()
-    os.environ.clear()
-    os.environ.update(environ)
-    if cwd:
-        os.chdir(cwd)
-    _output_to(stdout_path, stderr_path)
-    verdict = run(job, worker_method="fork", private=(verdict_conn,))
-    verdict.ended += _end_learner_processes(None)
-    verdict.cpu_seconds = round(_cpu_seconds(), 3)
-    sys.stdout.flush()
-    verdict_conn.send_bytes(json.dumps(verdict.as_dict()).encode())
-    verdict_conn.close()
-
-
-def serve_session(conn, environ: dict, cwd: str | None) -> None:
-    """Entry point of a session's verifier (grader.isolation.isolate.CheckSession): the checks of one notebook
-    run, in turn, with one worker. Why: every process that starts CUDA takes the NVIDIA driver's lock, one
-    for the machine, and a fresh verifier and worker per check made a student's eight checks sixteen such
-    starts; with four students graded at once on four GPUs they waited on each other there
+def serve(conn, environ: dict, cwd: str | None) -> None:
+    """Entry point of a session's verifier (grader.isolation.isolate.CheckSession), forked from grader.isolation.
+    isolate's server (which imported torch and this module, and nothing else): the checks of one notebook run, in
+    turn, with one worker, or one check of no run. Why one pair for a run's checks: every process that starts CUDA
+    takes the NVIDIA driver's lock, one for the machine, and a fresh verifier and worker per check made a student's
+    eight checks sixteen such starts; with four students graded at once on four GPUs they waited on each other there
     (assets/results/class-grading/driver-lock-h100x4). A session makes them two.
+
+    It takes the asking process's environment and folder as they are at each check, leads a session of its own and
+    adopts whatever is orphaned below it (grader.processes: a time limit ends it with its whole tree, and it ends
+    the learner's processes when each check ends), writes what the checks print to each check's files, and sends
+    each `Verdict` over `conn`, which the worker, forked before any learner code runs, closes.
 
     Each request is a `SessionCheck`; the worker is forked at the first, before this process touches CUDA,
     and runs only the cells a check adds after those it ran (grader.isolation.remote.WorkerHandle.load,
@@ -206,25 +193,22 @@ def serve_session(conn, environ: dict, cwd: str | None) -> None:
 
 def _end_learner_processes(handle) -> list[str]:
     """End every process the learner's code started that still runs as its check ends: the worker's tree but
-    the worker itself (`handle`, a session's worker, which checks the next cell if it still runs; None: a fresh
-    check's, stopped already), and every
-    process this verifier adopted from it (grader.processes: the worker runs in a session of its own, so
+    the worker itself (`handle`, which checks the next cell if it still runs), and every process this verifier
+    adopted from it (grader.processes: the worker runs in a session of its own, so
     whatever this verifier adopted from it is in another session than this verifier's own children, such as
     Inductor's compile workers for the course's torch.compile comparisons). Returns what was ended, for the
     cell's record."""
-    ended = []
-    if handle is not None:
-        ended, handle.ended = handle.ended, []   # what went with a worker killed during the check
-        if handle.proc.is_alive():
-            ended += processes.end_tree(handle.proc.pid, include_root=False)
-    worker = {handle.proc.pid} if handle is not None and handle.proc.is_alive() else set()
+    ended, handle.ended = handle.ended, []   # what went with a worker killed during the check
+    if handle.proc.is_alive():
+        ended += processes.end_tree(handle.proc.pid, include_root=False)
+    worker = {handle.proc.pid} if handle.proc.is_alive() else set()
     ended += processes.end_all(processes.adopted(exclude=worker))
     return ended
 
 
 def _release_between_checks() -> None:
     """Free what a session's check left on the GPU (its inputs, references, what the worker mapped of them),
-    so that the next check starts with the memory a fresh verifier would have."""
+    so that the next check starts with the memory a new session's verifier would have."""
     import gc
 
     gc.collect()
@@ -245,16 +229,13 @@ def _output_to(stdout_path: str, stderr_path: str) -> None:
     sys.stderr = open(2, "w", buffering=1, closefd=False)
 
 
-
-def _cpu_seconds(worker_pid: int | None = None) -> float:
-    """CPU time of this verifier and of the worker it forked and has reaped (a forked child's counts start at 0),
-    and of `worker_pid`, a session's worker that still runs, as the kernel counts it (/proc, on Linux)."""
+def _cpu_seconds(worker_pid: int) -> float:
+    """CPU time of this verifier and of the children it reaped (a worker that died: a forked child's counts start
+    at 0), and of `worker_pid`, its worker that still runs, as the kernel counts it (/proc, on Linux)."""
     import resource
 
     own = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
-    if worker_pid is None:
-        return own
     try:
         with open(f"/proc/{worker_pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()

@@ -59,7 +59,7 @@ class Worker:
         self.bound = {EMPTY_BATCH: self.bound[EMPTY_BATCH]}
         self.keep = []
         sharing.clear()
-        config.set_shared_gpu(msg.shared_gpu)
+        sharing.set_shared(msg.shared_gpu)
         gc.collect()
         if self.has_gpu:
             self.torch.cuda.empty_cache()
@@ -207,6 +207,6 @@ def main(conn, log_path: str, inherited: tuple = ()) -> None:
     has_gpu = gpu_or_reason()[0]
     if not has_gpu:
         os.environ["TRITON_INTERPRET"] = "1"
-    os.environ["LADDER_QUIET_START"] = "1"
+    config.start_quietly()
     import torch.multiprocessing  # noqa: F401 - registers the tensor-sharing reductions
     Worker(conn, has_gpu).serve()

@@ -1,7 +1,7 @@
-"""A notebook's graded checks, run ahead of the notebook on the student's own GPU: in the run's few sessions
-(ChecksInSessions, the default), or several at once in fresh processes (ChecksAhead, LADDER_CHECK_PROCESSES=check).
+"""A notebook's graded checks, run ahead of the notebook on the student's own GPU, in the run's few sessions
+(ChecksAhead).
 
-Why: a graded check runs in fresh processes (grader.isolation), and most of its time is spent on the
+Why: a graded check runs in the grader's own processes (grader.isolation), and most of its time is spent on the
 CPU: starting its worker with the learner's cells and compiling the learner's Triton kernels for each
 new specialisation of the shapes it tries. One check after another, the GPU mostly waits (on an H100,
 chapter 6's three backward-pass checks took 26-28 s each; assets/results/class-grading). A check is described
@@ -31,11 +31,10 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .. import config
 from ..errors import DEFERRED
 from ..learner.cells import grade_id, is_autograded_test, learner_cells
 from ..learner.code import KernelOutcome
-from .slots import machine_slot
+from .slots import host_slots, machine_slot
 
 # Verdicts from ahead that are never used: no verdict (deferred), or one that a neighbour may have caused.
 _NOT_KEPT = (DEFERRED, "crashed", "timed-out")
@@ -50,13 +49,25 @@ class _Check:
 
 
 class ChecksAhead:
-    """The graded checks of one notebook, started ahead of its execution, `width` at a time."""
+    """The graded checks of one notebook, started ahead of its execution in the notebook's order, in the run's
+    sessions (grader.isolation.isolate.CheckSessions): as many at once as it has sessions, each check in an idle
+    session, the one whose worker ran the most of its cells, and in one of the machine's check slots
+    (grader.notebooks.slots), shared with the other students graded on this machine at once.
 
-    def __init__(self, nb, cwd: str | None, timeout_s: float | None, width: int, check):
+    A check ahead whose verdict cannot stand (a speed check, deferred because it would time) leaves its session
+    reserved: the notebook checks that cell again, with the GPU to itself, in that session, whose worker ran
+    exactly its cells. Until then the later checks ahead use the other sessions; where every session is kept so,
+    they wait."""
+
+    def __init__(self, nb, cwd: str | None, timeout_s: float | None, sessions, check):
         """`check`: grader.isolation.isolate.check_sources (passed in by the executor, which calls it too)."""
-        self.cwd, self.timeout_s, self.width, self.check = cwd, timeout_s, width, check
-        self.pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="ladder-ahead")
+        self.cwd, self.timeout_s, self.sessions, self.check = cwd, timeout_s, sessions, check
+        self.width = sessions.width
+        self.pool = ThreadPoolExecutor(max_workers=self.width, thread_name_prefix="ladder-ahead")
         self.cancel = threading.Event()
+        self.turn = threading.Condition()
+        self.alone_now = 0      # checks the notebook runs itself, now
+        self.running = 0        # checks ahead that hold a session now
         self.checks: dict[str, _Check] = {}
         self.futures: dict[str, Future] = {}
         self.used: list[str] = []        # cells whose verdict from ahead was used
@@ -67,25 +78,43 @@ class ChecksAhead:
                 gid = grade_id(cell) or f"cell-{index}"
                 if gid not in self.checks:   # a grade_id used twice: only the first runs ahead
                     self.checks[gid] = _Check(gid, tuple(learner_cells(nb, gid)), cell.get("source", ""))
-        self._submit(list(self.checks.values()))
-
-    @classmethod
-    def start(cls, nb, cwd: str | None, timeout_s: float | None, width: int, check) -> ChecksAhead | None:
-        """Checks ahead for `nb`, or None when `width` is 1 (each check runs when its cell is reached)."""
-        return cls(nb, cwd, timeout_s, width, check) if width > 1 else None
-
-    def _submit(self, checks: list[_Check]) -> None:
-        for check in checks:
+        for check in self.checks.values():
             self.futures[check.gid] = self.pool.submit(self._run, check)
 
-    def _run(self, check: _Check, session=None):
-        """One check ahead (in `session`, one of the run's sessions, where given), in one of the machine's check
-        slots (grader.notebooks.slots), shared with the other students graded on this machine at once; how long
-        it waited for the slot is kept."""
-        with machine_slot(self.cancel) as waited:
-            self.slot_waits[check.gid] = round(waited, 3)
-            return self.check(list(check.cells), check.source, check.gid, timeout_s=self.timeout_s, cwd=self.cwd,
-                              shared_gpu=True, cancel=self.cancel, session=session)
+    @classmethod
+    def start(cls, nb, cwd: str | None, timeout_s: float | None, sessions, check) -> ChecksAhead | None:
+        """Checks ahead for `nb` in `sessions`, or None where there is one session (each check runs when its cell is
+        reached)."""
+        return cls(nb, cwd, timeout_s, sessions, check) if sessions.width > 1 else None
+
+    def _run(self, check: _Check):
+        with self.turn:
+            # A session is taken only while the notebook checks nothing itself, and one is free: never one that
+            # waits for the notebook's check of its cell (a check ahead waiting for such a session, counted as
+            # running, would keep the notebook from ever reaching that cell).
+            session = None
+            while not self.cancel.is_set():
+                if not self.alone_now:
+                    session = self.sessions.take(check.cells, {}, self.cwd)
+                    if session is not None:
+                        break
+                self.turn.wait(0.25)   # woken when a check ahead ends, the notebook's own check ends, or close()
+            if session is None:
+                raise RuntimeError("the notebook's run ended before this check's turn")
+            self.running += 1
+        verdict = None
+        try:
+            with machine_slot(host_slots(self.width), self.cancel) as waited:
+                self.slot_waits[check.gid] = round(waited, 3)
+                verdict = self.check(list(check.cells), check.source, check.gid, timeout_s=self.timeout_s,
+                                     cwd=self.cwd, shared_gpu=True, cancel=self.cancel, session=session)
+            return verdict
+        finally:
+            kept = verdict is not None and _not_kept(verdict) is None
+            self.sessions.give_back(session, reserve_for=None if kept else check.gid)
+            with self.turn:
+                self.running -= 1
+                self.turn.notify_all()
 
     def take(self, gid: str, cells: list[tuple[str, str]], source: str, outcomes: dict[str, KernelOutcome]):
         """The verdict from ahead for the test cell `gid`, if it is the one the check gives now (see the
@@ -106,19 +135,21 @@ class ChecksAhead:
         return None
 
     def alone(self):
-        """A context in which a check runs with no check ahead beside it: the checks not yet started wait
-        for it, the running ones finish first."""
+        """A context in which the notebook checks a cell itself, in one of the run's sessions, with no check ahead
+        beside it: those running finish first, and none starts before it ends."""
         return _Alone(self)
 
     def summary(self) -> dict:
         """For the executed notebook's metadata: how many ran at once, whose verdicts were used, and why
         the others were checked again."""
-        return {"at_once": self.width, "machine_slots": config.host_checks(), "used": list(self.used),
+        return {"at_once": self.width, "machine_slots": host_slots(self.width), "used": list(self.used),
                 "checked_again": dict(self.again), "slot_wait_seconds": round(sum(self.slot_waits.values()), 3)}
 
     def close(self) -> None:
         """Stop every check still running ahead (a notebook whose run ended early) and the pool."""
         self.cancel.set()
+        with self.turn:   # a check waiting for its turn sees the cancel
+            self.turn.notify_all()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -141,65 +172,8 @@ def _not_kept(verdict) -> str | None:
     return None
 
 
-class ChecksInSessions(ChecksAhead):
-    """The graded checks of one notebook, ahead of its execution in the notebook's order, in the run's sessions
-    (grader.isolation.isolate.CheckSessions, LADDER_CHECK_PROCESSES=notebook): as many at once as it has sessions,
-    each check in an idle session, the one whose worker ran the most of its cells.
-
-    A check ahead whose verdict cannot stand (a speed check, deferred because it would time) leaves its session
-    reserved: the notebook checks that cell again, with the GPU to itself, in that session, whose worker ran
-    exactly its cells. Until then the later checks ahead use the other sessions; where every session is kept so,
-    they wait.
-    Everything else is ChecksAhead's: the verdicts kept, the machine's slots, `alone`."""
-
-    def __init__(self, nb, cwd: str | None, timeout_s: float | None, sessions, check):
-        self.sessions = sessions
-        self.turn = threading.Condition()
-        self.alone_now = 0      # checks the notebook runs itself, now
-        self.running = 0        # checks ahead that hold a session now
-        super().__init__(nb, cwd, timeout_s, sessions.width, check)
-
-    def _run(self, check: _Check):
-        with self.turn:
-            # A session is taken only while the notebook checks nothing itself, and one is free: never one that
-            # waits for the notebook's check of its cell (a check ahead waiting for such a session, counted as
-            # running, would keep the notebook from ever reaching that cell).
-            session = None
-            while not self.cancel.is_set():
-                if not self.alone_now:
-                    session = self.sessions.take(check.cells, {}, self.cwd)
-                    if session is not None:
-                        break
-                self.turn.wait(0.25)   # woken when a check ahead ends, the notebook's own check ends, or close()
-            if session is None:
-                raise RuntimeError("the notebook's run ended before this check's turn")
-            self.running += 1
-        verdict = None
-        try:
-            verdict = super()._run(check, session)
-            return verdict
-        finally:
-            kept = verdict is not None and _not_kept(verdict) is None
-            self.sessions.give_back(session, reserve_for=None if kept else check.gid)
-            with self.turn:
-                self.running -= 1
-                self.turn.notify_all()
-
-    def alone(self):
-        return _AloneInSessions(self)
-
-    def close(self) -> None:
-        self.cancel.set()
-        with self.turn:   # a check waiting for its turn sees the cancel
-            self.turn.notify_all()
-        super().close()
-
-
-class _AloneInSessions:
-    """A check the notebook runs itself, in one of the run's sessions, between checks ahead: those running finish
-    first, and none starts before it ends."""
-
-    def __init__(self, ahead: ChecksInSessions):
+class _Alone:
+    def __init__(self, ahead: ChecksAhead):
         self.ahead = ahead
 
     def __enter__(self):
@@ -212,24 +186,4 @@ class _AloneInSessions:
         with self.ahead.turn:
             self.ahead.alone_now -= 1
             self.ahead.turn.notify_all()
-        return False
-
-
-class _Alone:
-    def __init__(self, ahead: ChecksAhead):
-        self.ahead = ahead
-        self.waiting: list[_Check] = []
-
-    def __enter__(self):
-        ahead = self.ahead
-        for gid, future in list(ahead.futures.items()):
-            if future.cancel():          # not started: started again afterwards
-                self.waiting.append(ahead.checks[gid])
-                del ahead.futures[gid]
-        for future in list(ahead.futures.values()):
-            future.exception()           # wait, whatever it ends with (its verdict is read in `take`)
-        return self
-
-    def __exit__(self, *exc):
-        self.ahead._submit(self.waiting)
         return False

@@ -18,8 +18,8 @@ again. After `max_kernel_restarts` restarts, the next loss ends the run (as does
 will not start): every remaining code cell gets a "not run" error output, so the notebook still
 finishes and is still graded.
 
-Graded test cells go through `run_graded_test_cell`: checked in separate processes (grader.isolation: by
-default in the run's few verifier-and-worker pairs, `CheckSessions`), or in the notebook's kernel. Either way
+Graded test cells go through `run_graded_test_cell`: checked in separate processes (grader.isolation: in
+the run's few verifier-and-worker pairs, `CheckSessions`), or in the notebook's kernel. Either way
 the verdict is the same, because both paths gather the same facts and apply the same rules; two things make
 sure of it here:
 - the isolated check rebuilds the learner's cells as the kernel ended them: a cell that took its kernel
@@ -54,7 +54,7 @@ from traitlets import Bool, Integer
 from .. import chapters, config, processes
 from ..isolation import hung, isolate, rules
 from . import warm_kernels
-from .ahead import ChecksAhead, ChecksInSessions
+from .ahead import ChecksAhead
 from ..learner.cells import grade_id as _grade_id
 from ..learner.cells import chapter_of, is_autograded_test, is_learner_cell, learner_cells
 from ..learner.code import KernelOutcome
@@ -187,21 +187,16 @@ class LadderExecute(Execute):
         self._others = {p.pid for p in processes.adopted()}
         if self.km is None:
             self.km = self.create_kernel_manager()
-        # The kernels started here (and fresh ones after a loss) inherit this: a learner's tool that is
-        # slow and decides nothing, such as profile(), skips its work while the grader runs the notebook.
-        before = os.environ.get(config.GRADER_RUN)
-        os.environ[config.GRADER_RUN] = "1"
         # The learner functions that hang, shared by this run's isolated checks, so that a hung function costs
-        # one time limit and not one a check (grader.isolation.hung); the checks inherit the variable.
-        hung_fd, hung_record = tempfile.mkstemp(prefix="ladder-hung-", suffix=".txt")
+        # one time limit and not one a check (grader.isolation.hung); each check's Job names the file.
+        hung_fd, self.hung_record = tempfile.mkstemp(prefix="ladder-hung-", suffix=".txt")
         os.close(hung_fd)
-        hung_before = os.environ.get(hung.RECORD_VARIABLE)
-        os.environ[hung.RECORD_VARIABLE] = hung_record
         self.ahead = None
-        # The run's sessions, verifier-and-worker pairs shared by its checks (LADDER_CHECK_PROCESSES=notebook):
-        # as many as the notebook's chapter asks for, or LADDER_CHECKS_AT_ONCE; or None.
-        self.session = (isolate.CheckSessions(config.checks_at_once(self._chapter_sessions()))
-                        if self.isolated_checks and config.checks_share_processes() else None)
+        # The run's sessions, verifier-and-worker pairs shared by its isolated checks (None: checked in the kernel):
+        # as many as its checks that run at once, as the notebook's chapter asks (grader/chapters/grading.toml) or
+        # as LADDER_CHECKS_AT_ONCE says.
+        self.session = (isolate.CheckSessions(config.checks_at_once(self._chapter_checks_at_once()))
+                        if self.isolated_checks else None)
         try:
             if not self.km.has_kernel:
                 self.start_new_kernel()
@@ -222,19 +217,11 @@ class LadderExecute(Execute):
                 self.session.close()
                 # How many verifier-and-worker pairs the run's checks took (1 where nothing ended a session).
                 self.nb.metadata.setdefault("ladder", {})["check_sessions"] = self.session.started
-            if before is None:
-                os.environ.pop(config.GRADER_RUN, None)
-            else:
-                os.environ[config.GRADER_RUN] = before
-            hung_functions = sorted(hung.hung_functions())
+            hung_functions = sorted(hung.hung_functions(self.hung_record))
             if hung_functions:
                 self.nb.metadata.setdefault("ladder", {})["hung"] = hung_functions
-            if hung_before is None:
-                os.environ.pop(hung.RECORD_VARIABLE, None)
-            else:
-                os.environ[hung.RECORD_VARIABLE] = hung_before
             with contextlib.suppress(OSError):
-                os.unlink(hung_record)
+                os.unlink(self.hung_record)
             if self.owns_km:  # as nbclient: a kernel manager the caller passed in is theirs to stop
                 self._discard_kernel(now=bool(self.crashes))
             self._end_learner_processes()
@@ -244,24 +231,22 @@ class LadderExecute(Execute):
         return self.nb, self.resources
 
     def _checks_ahead(self):
-        """The notebook's checks, started now beside its kernel: in the run's sessions, one a session at a time,
-        or (without them) `checks_at_once` at a time in fresh processes; None where every check waits for its cell."""
-        if self.session is not None and self.session.width > 1:
-            return ChecksInSessions(self.nb, self._folder(), self.timeout or None, self.session, self._check)
-        if self.session is not None:
-            return None
-        return ChecksAhead.start(self.nb, self._folder(), self.timeout or None, config.checks_at_once(), self._check)
+        """The notebook's checks, started now beside its kernel in the run's sessions, one a session at a time; None
+        where the run has one session and every check waits for its cell."""
+        return ChecksAhead.start(self.nb, self._folder(), self.timeout or None, self.session, self._check)
 
-    def _chapter_sessions(self) -> int | None:
-        """The sessions the notebook's chapter gives its checks (grader/chapters/grading.toml), None for the
-        default. The chapter is read from the notebook, which the learner may edit: it sets only how many
-        processes check, never what a check decides."""
-        return chapters.check_sessions(chapter_of(self.nb, self._folder() or ""))
+    def _chapter_checks_at_once(self) -> int:
+        """How many checks at once the notebook's chapter asks for (grader/chapters/grading.toml). The chapter is
+        read from the notebook, which the learner may edit: it sets only how many processes check, never what a
+        check decides."""
+        return chapters.checks_at_once(chapter_of(self.nb, self._folder() or ""))
 
     def _check(self, *args, session=None, **kwargs):
         """grader.isolation.isolate.check_sources, in the run's sessions where it has them (`session`: the one a
-        check ahead took)."""
-        return isolate.check_sources(*args, session=session or self.session, **kwargs)
+        check ahead took), as a check of this run: it reads and writes the run's record of hung functions, and
+        leaves out what decides no score, as the notebook's kernel does (config.grader_run)."""
+        return isolate.check_sources(*args, session=session or self.session, hung_record=self.hung_record,
+                                     grader_run=True, **kwargs)
 
     def preprocess_cell(self, cell, resources, index):
         self._check_assign_resources(resources)
@@ -400,6 +385,15 @@ class LadderExecute(Execute):
         if info is None or "language_info" not in info.get("content", {}):
             raise RuntimeError("the notebook's kernel started but did not answer a kernel_info request")
         self.nb.metadata["language_info"] = info["content"]["language_info"]
+        # Before any cell: this kernel runs the notebook for the grader, so a learner's tool that is slow and decides
+        # nothing, such as profile(), skips its work (config.grader_run). Said to the kernel, never through the
+        # environment, which the learner's processes would pass on to whatever they start.
+        told = self.wait_for_reply(self.kc.execute("import grader.config as _ladder_config\n"
+                                                   "_ladder_config.set_grader_run(True)\ndel _ladder_config",
+                                                   silent=True, store_history=False))
+        if told is None or told.get("content", {}).get("status") != "ok":
+            self.log.warning("could not tell the notebook's kernel that the grader runs it: its profile() cells "
+                             "and ungraded timings run in full")
 
     def _note_kernel(self) -> None:
         pid = self._kernel_pid()

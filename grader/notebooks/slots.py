@@ -1,15 +1,16 @@
 """The machine's slots for checks ahead, shared by every student graded on it at once.
 
 Why: each GPU worker of `ladder grade --gpus N` grades its own student, and runs that student's checks
-ahead of the notebook (grader.notebooks.ahead) as wide as a student graded alone (half the CPUs, at most 8).
-Every check is two fresh processes that start Python and CUDA and compile the learner's kernels, CPU work
-all of it; four workers asked the CPUs for four times what one student does, each at its notebook's start,
-and every student slowed (a correct chapter-1 student: 14 s alone, 28-29 s with four workers on 16 CPUs).
-Dividing the width among the workers instead would make each student as slow as a quarter of the CPUs
-allows, even while the other students are in their notebook's own cells. So a check ahead takes one of
-the machine's `config.host_checks()` slots (one a CPU by default) for as long as it runs: a student
-alone never waits, and students together share what the CPUs can do. The slots are lock files (flock),
-which the kernel releases when a process ends, so a killed worker never keeps one.
+ahead of the notebook (grader.notebooks.ahead) as wide as a student graded alone (config.checks_at_once).
+Every check runs the learner's cells, in a session's processes that start Python and CUDA, and compiles the
+learner's kernels, CPU work all of it; four workers asked the CPUs for four times what one student does, each
+at its notebook's start, and every student slowed (a correct chapter-1 student: 14 s alone, 28-29 s with
+four workers on 16 CPUs). Dividing the width among the workers instead would make each student as slow as a
+quarter of the CPUs allows, even while the other students are in their notebook's own cells. So a check
+ahead takes one of the machine's slots for as long as it runs: one a CPU, and never fewer than the checks one
+notebook runs at once (`host_slots`), so a student alone never waits, and students together share what the
+CPUs can do. The slots are lock files (flock), which the kernel releases when a process ends, so a killed
+worker never keeps one.
 """
 
 from __future__ import annotations
@@ -22,9 +23,13 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .. import config
-
 _POLL_S = 0.05
+
+
+def host_slots(at_once: int) -> int:
+    """The machine's slots for checks ahead, where each notebook runs `at_once` of its checks at once
+    (config.checks_at_once)."""
+    return max(at_once, os.cpu_count() or 1)
 
 
 def _folder() -> Path:
@@ -34,10 +39,9 @@ def _folder() -> Path:
 
 
 @contextmanager
-def machine_slot(cancel: threading.Event | None = None):
-    """Hold one of the machine's check slots while the block runs; yields the seconds waited for it. A
-    `cancel` set while waiting stops the wait (the check then stops at once by itself)."""
-    count = config.host_checks()
+def machine_slot(count: int, cancel: threading.Event | None = None):
+    """Hold one of the machine's `count` check slots (host_slots) while the block runs; yields the seconds waited for
+    it. A `cancel` set while waiting stops the wait (the check then stops at once by itself)."""
     folder = _folder()
     start = time.perf_counter()
     handle = None

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import chapters
+from .. import chapters, config
 from ..harness import correctness
 from ..learner import cells as nbcells
 from ..learner.code import NAMESPACE, run_cell
@@ -51,7 +51,7 @@ def call_launcher(fn, ex, inputs, out, trailing):
 def learner_launcher(notebook: Path, exercise: str, launcher: str | None, report: dict):
     """The notebook's launcher for `exercise`, its cells run by grader.learner's rules: (plan, function), or
     None with the reason in `report` ("outcome", "message")."""
-    os.environ["LADDER_QUIET_START"] = "1"
+    config.start_quietly()
     nb = json.loads(notebook.read_text())
     chapter = nbcells.chapter_of(nb, notebook)
     if chapter not in chapters.names():

@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from .. import chapters
+from .. import chapters, config
 from ..cuda import launches
 from ..errors import CheckFailed, NoGPUError
 from ..learner import cells as nbcells
@@ -136,7 +136,7 @@ def run(notebook: Path, report_path: Path | None = None, cells_only: bool = Fals
         device: str | None = None) -> dict:
     """Execute the notebook's learner cells, then each exercise of its chapter's plan (the runner)."""
     _allocators_off()
-    os.environ["LADDER_QUIET_START"] = "1"   # start() neither prints nor measures ceilings here
+    config.start_quietly()   # start() neither prints nor measures ceilings here
     # Under a sanitizer no profiler attaches, so the device trace records nothing. A sanitizer run makes no
     # verdict (it reports what its tool found in the kernels the checks ran): a check the trace could not make
     # must not stop the kernels before the tool has seen them.

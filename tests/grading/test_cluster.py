@@ -121,7 +121,6 @@ def test_an_unreachable_gradebook_is_named_without_a_traceback():
 
 @pytest.mark.parametrize("name, value, message", [
     ("LADDER_CHECKS_AT_ONCE", "many", "LADDER_CHECKS_AT_ONCE='many' is not a whole number"),
-    ("LADDER_CHECK_PROCESSES", "per-cell", "LADDER_CHECK_PROCESSES='per-cell': use one of notebook, check"),
 ])
 def test_a_bad_checks_setting_stops_ladder_grade_before_any_student(tmp_path, monkeypatch, capsys, name, value,
                                                                     message):

@@ -96,9 +96,8 @@ def mark(tmp_path):
         os.kill(pid, signal.SIGKILL)
 
 
-def test_a_fresh_check_ends_what_the_learners_cell_left_running(mark, monkeypatch):
-    monkeypatch.setenv("LADDER_CHECK_PROCESSES", "check")
-    v = _napkin([_daemon_cell(mark)])
+def test_a_check_of_no_notebook_run_ends_what_the_learners_cell_left_running(mark):
+    v = _napkin([_daemon_cell(mark)])   # in a session used once
     assert v.passed, v
     assert not marked(mark), "a process the learner's cell started outlived its check"
     assert v.ended and all(line.startswith("pid ") for line in v.ended), v.ended

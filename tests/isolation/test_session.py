@@ -108,19 +108,18 @@ def test_a_new_check_lets_go_of_what_the_last_one_bound_and_says_whether_it_shar
     from grader.cuda import sharing
     from grader.isolation import messages, worker
 
-    monkeypatch.delenv("LADDER_SHARED_GPU", raising=False)
     config.unpin()
     w = worker.Worker(conn=None, has_gpu=False)
     try:
         w.load(messages.Load([("one", "def square(x):\n    return x * x\n")], shared_gpu=True))
         config.pin()   # as the learner's setup cell does
-        assert config.shared_gpu()
+        assert sharing.shared()
         w.bind(messages.Bind("square", [(torch.ones(4),)], {}))
         w.keep = [torch.ones(4)]
         sharing.note_deferred("timing")
         w.load(messages.Load([], shared_gpu=False))
         assert list(w.bound) == [messages.EMPTY_BATCH] and w.keep == []
-        assert sharing.deferred() is None and not config.shared_gpu()
+        assert sharing.deferred() is None and not sharing.shared()
         assert w.ns["square"](3) == 9   # the cells an earlier check ran stay
     finally:
         config.unpin()
@@ -175,7 +174,7 @@ def test_a_check_goes_to_the_session_whose_worker_ran_most_of_its_cells(tmp_path
 
 @pytest.mark.parametrize("width", [1, 2])
 def test_a_deferred_check_ahead_keeps_its_session_for_the_notebooks_check_of_that_cell(tmp_path, width):
-    """What grader.notebooks.ahead.ChecksInSessions does with the sessions: a check ahead that would time is deferred,
+    """What grader.notebooks.ahead.ChecksAhead does with the sessions: a check ahead that would time is deferred,
     and its session is reserved for it: no later check ahead takes it (with one session, none may start), and the
     notebook's own check of that cell gets it, with the worker that ran exactly its cells."""
     cells = _cells(tmp_path / "ran.txt")
@@ -201,20 +200,18 @@ def test_a_deferred_check_ahead_keeps_its_session_for_the_notebooks_check_of_tha
         sessions.close()
 
 
-@pytest.mark.parametrize("cpus, processes, expected", [
-    (16, "notebook", 4),   # SESSIONS_AT_ONCE
-    (4, "notebook", 2),    # at most half the CPUs
-    (2, "notebook", 1),    # one session, every check when its cell is reached
-    (32, "check", 8),      # fresh pairs: half the CPUs, at most 8
-    (6, "check", 3),
+@pytest.mark.parametrize("cpus, chapter, expected", [
+    (16, 4, 4),    # the chapter's (grading.toml)
+    (4, 4, 2),     # at most half the CPUs
+    (2, 4, 1),     # one session, every check when its cell is reached
+    (16, 1, 1),
 ])
-def test_how_many_checks_a_notebook_runs_at_once_by_default(monkeypatch, cpus, processes, expected):
+def test_how_many_checks_a_notebook_runs_at_once_by_default(monkeypatch, cpus, chapter, expected):
     from grader import config
 
     monkeypatch.delenv("LADDER_CHECKS_AT_ONCE", raising=False)
-    monkeypatch.setenv("LADDER_CHECK_PROCESSES", processes)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
     config.unpin()
-    assert config.checks_at_once() == expected
-    monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", "3")
-    assert config.checks_at_once() == 3
+    assert config.checks_at_once(chapter) == expected
+    monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", "3")   # the instructor's, whatever the chapter and the CPUs
+    assert config.checks_at_once(chapter) == 3

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from grader import config
 from grader.cuda import sharing
 from grader.harness.timing import CPUBackend
 from grader.isolation import isolate
@@ -35,19 +34,19 @@ CALL_IT = "import torch\nx = torch.arange(40.0)\nout = torch.empty_like(x)\ndoub
 
 
 @pytest.fixture
-def shared(monkeypatch):
-    monkeypatch.setenv("LADDER_SHARED_GPU", "1")
-    config.unpin()
+def shared():
+    sharing.set_shared(True)
     sharing.clear()
     yield
+    sharing.set_shared(False)
     sharing.clear()
 
 
-def test_timing_on_a_shared_gpu_raises_and_is_remembered(shared, monkeypatch):
+def test_timing_on_a_shared_gpu_raises_and_is_remembered(shared):
     with pytest.raises(sharing.NeedsOwnGPU):
         CPUBackend(min_run_time_s=0.001).times_ms(lambda: None)
     assert sharing.deferred() == "timing"
-    monkeypatch.delenv("LADDER_SHARED_GPU")
+    sharing.set_shared(False)
     sharing.clear()
     assert len(CPUBackend(min_run_time_s=0.001).times_ms(lambda: None)) > 0 and sharing.deferred() is None
 

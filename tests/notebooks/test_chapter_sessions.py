@@ -1,6 +1,6 @@
-"""How many sessions a notebook's checks get is its chapter's to say (grader/chapters/grading.toml): chapter 1's
-checks take seconds and share one session, chapter 5's compile for seconds each and get the default four; an
-instructor's LADDER_CHECKS_AT_ONCE still sets every chapter's."""
+"""How many of a notebook's checks run at once, each in a session, is its chapter's to say (grader/chapters/
+grading.toml): chapter 1's checks take seconds and share one session, chapter 5's compile for seconds each and get
+the default four; an instructor's LADDER_CHECKS_AT_ONCE still sets every chapter's."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def sixteen_cpus(monkeypatch):
     monkeypatch.delenv("LADDER_CHECKS_AT_ONCE", raising=False)
-    monkeypatch.delenv("LADDER_CHECK_PROCESSES", raising=False)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)), raising=False)
     config.unpin()
 
@@ -30,13 +29,14 @@ def _sessions_for(folder: str, notebook: Path) -> int:
     runner = LadderExecute(config=Config())
     runner.nb = nbformat.read(notebook, as_version=4)
     runner.resources = {"metadata": {"path": f"/graded/student/{folder}"}}
-    return config.checks_at_once(runner._chapter_sessions())
+    return config.checks_at_once(runner._chapter_checks_at_once())
 
 
 def test_each_chapter_gets_its_own_number_of_sessions(sixteen_cpus, monkeypatch):
     one = _sessions_for("01_vector_add", ROOT / "solutions/01_vector_add/01_vector_add.ipynb")
     five = _sessions_for("05_triton_matmul", next((ROOT / "solutions/05_triton_matmul").glob("*.ipynb")))
-    assert (one, five) == (1, config.SESSIONS_AT_ONCE) and config.SESSIONS_AT_ONCE > 1
+    default = chapters.grading()["default"]["checks_at_once"]
+    assert (one, five) == (1, default) and default > 1
     monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", "3")   # the instructor's setting wins for every chapter
     assert _sessions_for("01_vector_add", ROOT / "solutions/01_vector_add/01_vector_add.ipynb") == 3
     monkeypatch.delenv("LADDER_CHECKS_AT_ONCE")
@@ -47,16 +47,18 @@ def test_each_chapter_gets_its_own_number_of_sessions(sixteen_cpus, monkeypatch)
 def test_a_notebook_of_no_known_chapter_gets_the_default(sixteen_cpus, tmp_path):
     plain = tmp_path / "scratch.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), plain)
-    assert _sessions_for("scratch", plain) == config.SESSIONS_AT_ONCE
+    assert _sessions_for("scratch", plain) == chapters.grading()["default"]["checks_at_once"]
 
 
 def test_the_chapters_grading_table_names_real_chapters_and_whole_numbers(monkeypatch):
-    assert chapters.grading()["ch01"] == {"check_sessions": 1}
-    known = set(chapters.names())
-    assert set(chapters.grading()) <= known
-    for bad, says in (('[ch99]\ncheck_sessions = 2\n', "[ch99] is no chapter"),
-                      ('[ch01]\ncheck_sessions = 0\n', "check_sessions = 0"),
-                      ('[ch01]\nsessions = 2\n', "sessions = 2")):
+    assert chapters.grading()["ch01"] == {"checks_at_once": 1}
+    assert set(chapters.grading()) <= set(chapters.names()) | {"default"}
+    default = '[default]\nchecks_at_once = 4\n'
+    for bad, says in ((default + '[ch99]\nchecks_at_once = 2\n', "[ch99] is no chapter"),
+                      (default + '[ch01]\nchecks_at_once = 0\n', "checks_at_once = 0"),
+                      (default + '[ch01]\nsessions = 2\n', "sessions = 2"),
+                      (default + '[ch01]\ncheck_sessions = 2\n', "check_sessions is now called checks_at_once"),
+                      ('[ch01]\nchecks_at_once = 2\n', "[default] needs checks_at_once")):
         chapters.grading.cache_clear()
         monkeypatch.setattr(chapters.resources, "files", lambda name, text=bad: _Text(text))
         with pytest.raises(ValueError, match=re.escape(says)):

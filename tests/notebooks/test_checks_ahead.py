@@ -1,7 +1,6 @@
-"""A notebook's graded checks run ahead of it (grader.notebooks.ahead), in turn in one session or several at once
-in fresh processes, and give every cell the verdict and output it gets when each check runs as its cell is
-reached: a check that times is run again alone, and so is one whose learner cells did not end in the kernel as
-the check ahead assumed."""
+"""A notebook's graded checks run ahead of it (grader.notebooks.ahead), in the run's sessions, and give every cell
+the verdict and output it gets when each check runs as its cell is reached: a check that times is run again alone,
+and so is one whose learner cells did not end in the kernel as the check ahead assumed."""
 
 from __future__ import annotations
 
@@ -34,11 +33,10 @@ def _notebook():
     ])
 
 
-def _execute(tmp_path, monkeypatch, at_once: int, nb=None, processes: str = "check"):
-    """`nb` (this file's notebook by default) executed for grading, `at_once` checks ahead at a time, each in
-    fresh processes or (`processes` "notebook") in turn in the run's session."""
+def _execute(tmp_path, monkeypatch, at_once: int, nb=None):
+    """`nb` (this file's notebook by default) executed for grading, `at_once` checks at a time, each in a session of
+    the run's."""
     monkeypatch.setenv("LADDER_CHECKS_AT_ONCE", str(at_once))
-    monkeypatch.setenv("LADDER_CHECK_PROCESSES", processes)
     config.unpin()
     c = Config()
     c.LadderExecute.kernel_name = "python3"
@@ -61,11 +59,10 @@ def _seen(nb) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("processes", ["notebook", "check"])
-def test_checks_ahead_give_the_verdicts_of_checks_run_one_by_one(tmp_path, monkeypatch, processes):
-    one_by_one = _execute(tmp_path, monkeypatch, 1, processes=processes)
+def test_checks_ahead_give_the_verdicts_of_checks_run_one_by_one(tmp_path, monkeypatch):
+    one_by_one = _execute(tmp_path, monkeypatch, 1)
     assert "checks_ahead" not in one_by_one.metadata.get("ladder", {})
-    ahead = _execute(tmp_path, monkeypatch, 3, processes=processes)
+    ahead = _execute(tmp_path, monkeypatch, 3)
 
     assert _seen(ahead) == _seen(one_by_one)
     seen = _seen(ahead)
@@ -83,15 +80,12 @@ def test_checks_ahead_give_the_verdicts_of_checks_run_one_by_one(tmp_path, monke
     marks = {c.metadata["nbgrader"]["grade_id"]: c.metadata["ladder"]["ahead"]
              for c in ahead.cells if c.metadata["nbgrader"]["grade"]}
     assert marks == {"square-test": True, "wrong-test": True, "timing-test": False, "cube-test": False}
-    if processes == "notebook":
-        # One by one, one pair checked every cell. Ahead, three sessions took the first three checks at once and
-        # no session was started again: the timing check, deferred, was checked again alone in its own session
-        # (reserved for it), and the check run again with the kernel's outcome of the cell that raised went to
-        # the session whose worker had not run that cell (the check ahead of it had assumed it ran as it reads).
-        assert one_by_one.metadata["ladder"]["check_sessions"] == 1
-        assert ahead.metadata["ladder"]["check_sessions"] == 3
-    else:
-        assert "check_sessions" not in ahead.metadata["ladder"]
+    # One by one, one pair checked every cell. Ahead, three sessions took the first three checks at once and
+    # no session was started again: the timing check, deferred, was checked again alone in its own session
+    # (reserved for it), and the check run again with the kernel's outcome of the cell that raised went to
+    # the session whose worker had not run that cell (the check ahead of it had assumed it ran as it reads).
+    assert one_by_one.metadata["ladder"]["check_sessions"] == 1
+    assert ahead.metadata["ladder"]["check_sessions"] == 3
 
 
 @pytest.mark.slow
@@ -107,7 +101,7 @@ def test_two_sessions_both_kept_for_deferred_checks_do_not_stall_the_notebook(tm
         _cell(timing, "timing-b", test=True),
         _cell("assert square(3) == 9\nprint('square ok')\n", "square-test", test=True),
     ])
-    ran = _execute(tmp_path, monkeypatch, 2, nb=nb, processes="notebook")
+    ran = _execute(tmp_path, monkeypatch, 2, nb=nb)
     assert _seen(ran) == {"timing-a": (None, "timed True\n"), "timing-b": (None, "timed True\n"),
                           "square-test": (None, "square ok\n")}
     summary = ran.metadata["ladder"]["checks_ahead"]
