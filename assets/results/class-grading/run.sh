@@ -17,18 +17,17 @@
 #       worker's?).
 #   bash assets/results/class-grading/run.sh student "$OUT/student"
 #       ONE correct chapter-1 student: graded alone (1 GPU, no Dask), then 4 correct students on 4 GPUs at once,
-#       then the same 4 with the machine's check slots lifted (LADDER_HOST_CHECKS=64, every worker as wide as a
-#       student alone with nothing shared, as before slots), then with half as many slots as CPUs (as many
-#       checks on the machine as one student alone runs), each in a workspace of its own. Goal: a correct
-#       student's seconds with 4 workers within 10% of alone.
+#       each in a workspace of its own. Goal: a correct student's seconds with 4 workers within 10% of alone.
+#       (The records' runs with the machine's check slots set by hand used a setting the grader no longer reads:
+#       the slots are computed, grader/notebooks/slots.py.)
 #   bash assets/results/class-grading/run.sh profile "$OUT/profile"
 #       the first two gradings of `student`, with py-spy sampling every process (PYSPY=1 does it for any run;
 #       py-spy's wheel in .whl-dask/) and what they waited in compared (waits.py). Every run
 #       also keeps ps.txt.gz: each process's state and kernel wait channel twice a second.
 #   bash assets/results/class-grading/run.sh widths "$OUT/widths" [CHAPTER]
 #       ONE correct student of CHAPTER (05_triton_matmul) alone, its notebook's checks in 1, 2, 3 and 4 sessions
-#       (LADDER_CHECKS_AT_ONCE), then in a fresh pair each (LADDER_CHECK_PROCESSES=check): what each session more
-#       saves a student alone (config.SESSIONS_AT_ONCE, the default, is chosen from it)
+#       (LADDER_CHECKS_AT_ONCE), then the first width again: what each session more saves a student alone (the
+#       default, checks_at_once in grading.toml's [default], is chosen from it)
 #   python3 assets/results/class-grading/scaling.py report DIR/*/record.json > scaling.md
 #       (anywhere, on the records that came back) every run's wall time and speed-up against the 1-GPU
 #       parts of the same class, per student the seconds alone and in each class, scores identical.
@@ -112,8 +111,6 @@ case "$mode" in
   student)
     grade "$out/correct-gpus1" 1 01_vector_add 1 1/4 correct        # correct-1 alone
     grade "$out/correct-gpus4" 4 01_vector_add 1 "" correct          # correct-1..4, one a GPU, at once
-    LADDER_HOST_CHECKS=64 grade "$out/correct-gpus4-noslots" 4 01_vector_add 1 "" correct
-    LADDER_HOST_CHECKS=$(( $(nproc) / 2 )) grade "$out/correct-gpus4-halfslots" 4 01_vector_add 1 "" correct
     python3 $here/scaling.py report "$out"/*/record.json | tee "$out/student.md"
     ;;
   profile)
@@ -126,11 +123,10 @@ case "$mode" in
     ;;
   widths)
     # One correct student of CHAPTER (default 05_triton_matmul) alone on one GPU, its notebook's checks in 1, 2, 3
-    # and 4 sessions (LADDER_CHECKS_AT_ONCE; WIDTHS narrows), then each check in a fresh pair, several at once
-    # (LADDER_CHECK_PROCESSES=check), then the first width again, to see what the machine's warming changed
+    # and 4 sessions (LADDER_CHECKS_AT_ONCE; WIDTHS narrows), then the first width again, to see what the
+    # machine's warming changed
     chapter=${1:-05_triton_matmul}; tag=c${chapter:1:1}correct; widths=(${WIDTHS:-1 2 3 4})
     for w in "${widths[@]}"; do LADDER_CHECKS_AT_ONCE=$w grade "$out/$tag-gpus1-w$w" 1 "$chapter" 1 1/4 correct; done
-    LADDER_CHECK_PROCESSES=check grade "$out/$tag-gpus1-fresh" 1 "$chapter" 1 1/4 correct
     LADDER_CHECKS_AT_ONCE=${widths[0]} grade "$out/$tag-gpus1-w${widths[0]}again" 1 "$chapter" 1 1/4 correct
     python3 $here/scaling.py report "$out"/*/record.json | tee "$out/widths.md"
     ;;
