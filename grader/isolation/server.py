@@ -31,6 +31,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import shutil
 import signal
 import socket
 import struct
@@ -38,7 +39,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from .. import processes
+from .. import processes, sockets
 
 VERIFIER = "grader.isolation.verifier"
 PRELOAD = ("torch", "numpy", VERIFIER)
@@ -208,9 +209,12 @@ def main() -> None:
     sock = socket.socket(fileno=int(sys.argv[1]))
     for name in PRELOAD:
         __import__(name)
+    short_folder = sockets.short_multiprocessing_folder()   # before the first fork: every verifier and worker uses it
     freeze_heap()
     send(sock, "ready")
     serve(sock)
+    if short_folder:
+        shutil.rmtree(short_folder, ignore_errors=True)
     # Every check is over and ended (serve): out without the interpreter's teardown of torch's modules, about a
     # second of CPU, in every process that grades.
     sys.stdout.flush()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from .. import config
+from .. import config, sockets
 from .course import configure_course
 
 
@@ -59,10 +59,8 @@ def configure_nbgrader(c, root: str | None = None) -> None:
     # sockets' path is absolute (the kernel runs in the notebook's folder, this process maybe not) and
     # this process's own (two graders at once must not meet).
     if os.name == "posix":
-        import tempfile
-
         c.KernelManager.transport = "ipc"
-        c.KernelManager.ip = os.path.join(tempfile.gettempdir(), f"ladder-kernel-{os.getpid()}")
+        c.KernelManager.ip = sockets.kernel_socket_prefix()
     # A kernel that dies (segfault, os._exit, a CUDA fault, the OOM killer) or hangs past the
     # timeout costs only the cell it was running: nbgrader's own Execute would let the error escape,
     # and nbgrader then deletes the student's whole autograded notebook. See grader.notebooks.nbexec.
