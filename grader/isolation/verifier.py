@@ -191,6 +191,9 @@ def serve(conn, environ: dict, cwd: str | None) -> None:
     conn.close()
 
 
+END_PASSES = 10
+
+
 def _end_learner_processes(handle) -> list[str]:
     """End every process the learner's code started that still runs as its check ends: the worker's tree but
     the worker itself (`handle`, which checks the next cell if it still runs), and every process this verifier
@@ -199,10 +202,22 @@ def _end_learner_processes(handle) -> list[str]:
     Inductor's compile workers for the course's torch.compile comparisons). Returns what was ended, for the
     cell's record."""
     ended, handle.ended = handle.ended, []   # what went with a worker killed during the check
-    if handle.proc.is_alive():
-        ended += processes.end_tree(handle.proc.pid, include_root=False)
-    worker = {handle.proc.pid} if handle.proc.is_alive() else set()
-    ended += processes.end_all(processes.adopted(exclude=worker))
+    # Until two passes in a row end nothing (at most END_PASSES: a thread the learner's code left in the worker may
+    # start processes without end, and the worker's next check ends them again): a process's `children` file may
+    # miss a child being forked or reparented while it is read (proc(5): reliable only while the children are
+    # stopped), and a daemon's second half, orphaned as its first half was killed, is adopted by the worker after
+    # the pass that listed the worker's tree. With one pass, such a daemon outlived its check in a suite run on a
+    # busy 2-core machine (tests/isolation/test_containment.py).
+    quiet = passes = 0
+    while quiet < 2 and passes < END_PASSES:
+        passes += 1
+        found = []
+        if handle.proc.is_alive():
+            found += processes.end_tree(handle.proc.pid, include_root=False)
+        worker = {handle.proc.pid} if handle.proc.is_alive() else set()
+        found += processes.end_all(processes.adopted(exclude=worker))
+        ended += found
+        quiet = 0 if found else quiet + 1
     return ended
 
 
