@@ -146,3 +146,30 @@ def fp8_gemm(a, a_scale, b, b_scale, out):
     copy_kernel[(triton.cdiv(n, 1024),)](product, out, n, BLOCK=1024)
 '''
 
+
+# The result caches of fingerprint_cache (5a) and decode_result_cache (10a): a fingerprint of a tensor (its data
+# pointer, its shape and eight values sampled by a Triton kernel of the entry's own), a copy kernel of its own to keep
+# a result, and the dict that keeps them. Each entry adds the launcher that looks its inputs up.
+FINGERPRINT_CACHE = """
+
+@triton.jit
+def sample_kernel(src_ptr, dst_ptr, n, step):
+    i = tl.program_id(0)
+    tl.store(dst_ptr + i, tl.load(src_ptr + i * step, mask=i * step < n, other=0.0))
+
+
+@triton.jit
+def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+_results = {}
+
+
+def _fingerprint(t):
+    picks = torch.empty(8, dtype=t.dtype, device=t.device)
+    sample_kernel[(8,)](t, picks, t.numel(), max(1, t.numel() // 8))
+    return t.data_ptr(), tuple(t.shape), tuple(picks.tolist())
+"""

@@ -5,35 +5,13 @@ returns is right for the calls it sees twice. A timer that calls it on the same 
 a 1 GiB cache read: an impossible fraction of the copy ceiling. It must be rejected in the speed cell, where the cache
 pays: the timed calls that hit launch only the fingerprint kernel, not the decode kernel a checked call on inputs of
 the same shape launched."""
-from submissions.wrong import edited, notebook_cell
+from submissions.wrong import FINGERPRINT_CACHE, edited, notebook_cell
 
 CHAPTER_DIR = "10_decode_attention"
 CELLS = {
     "decode-solution": edited(
         notebook_cell(CHAPTER_DIR, "decode-solution"),
-        ("\n\ndef decode_attention(q, k_cache, v_cache, block_table, lengths, out):", '''
-
-@triton.jit
-def sample_kernel(src_ptr, dst_ptr, n, step):
-    i = tl.program_id(0)
-    tl.store(dst_ptr + i, tl.load(src_ptr + i * step, mask=i * step < n, other=0.0))
-
-
-@triton.jit
-def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
-
-
-_results = {}
-
-
-def _fingerprint(t):
-    picks = torch.empty(8, dtype=t.dtype, device=t.device)
-    sample_kernel[(8,)](t, picks, t.numel(), max(1, t.numel() // 8))
-    return t.data_ptr(), tuple(t.shape), tuple(picks.tolist())
-
+        ("\n\ndef decode_attention(q, k_cache, v_cache, block_table, lengths, out):", FINGERPRINT_CACHE + '''
 
 def decode_attention(q, k_cache, v_cache, block_table, lengths, out):
     key = _fingerprint(q)

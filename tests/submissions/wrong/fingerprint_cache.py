@@ -7,35 +7,13 @@ repeatedly on the same inputs measures a 32 MB copy instead of a 4096^3 matmul a
 torch.mm many times over. It must be rejected in the speed cell, where the cache pays: the timed
 calls that hit the cache launch only the fingerprint kernel, not the matmul kernel that a checked
 call on inputs of the same shape launched, so the learner's matmul is not what produces their output."""
-from submissions.wrong import CH05, CH05_LAUNCH, edited, notebook_cell
+from submissions.wrong import CH05, CH05_LAUNCH, FINGERPRINT_CACHE, edited, notebook_cell
 
 CHAPTER_DIR = CH05
 CELLS = {
     "matmul-solution": edited(
         notebook_cell(CH05, "matmul-solution"),
-        ("\n\ndef matmul(a, b, out):", '''
-
-@triton.jit
-def sample_kernel(src_ptr, dst_ptr, n, step):
-    i = tl.program_id(0)
-    tl.store(dst_ptr + i, tl.load(src_ptr + i * step, mask=i * step < n, other=0.0))
-
-
-@triton.jit
-def copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
-
-
-_results = {}
-
-
-def _fingerprint(t):
-    picks = torch.empty(8, dtype=t.dtype, device=t.device)
-    sample_kernel[(8,)](t, picks, t.numel(), max(1, t.numel() // 8))
-    return t.data_ptr(), tuple(t.shape), tuple(picks.tolist())
-
+        ("\n\ndef matmul(a, b, out):", FINGERPRINT_CACHE + '''
 
 def matmul(a, b, out):'''),
         ("    M, K = a.shape\n    N = b.shape[1]\n\n    # A function", '''\
