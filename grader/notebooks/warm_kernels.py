@@ -44,7 +44,7 @@ from jupyter_client.provisioning import LocalProvisioner
 from traitlets import DottedObjectName, Type
 
 from .. import processes
-from ..isolation.server import Started, freeze_heap, receive, send
+from ..isolation.server import Started, freeze_heap, import_first_call_imports, receive, send
 
 # What a kernel imports before its first cell (ipykernel, its debugger, IPython) and what every chapter's setup cell
 # imports first (torch); none of them starts a thread or touches CUDA on import.
@@ -272,6 +272,7 @@ def main() -> None:
             __import__(name)
         except ImportError:   # an optional part (ipykernel's debugger needs debugpy): the kernel imports it, or not
             pass
+    import_first_call_imports()
     _PRELOADED_FILES.extend(weakref.ref(f) for f in _open_files())
     freeze_heap()
     send(sock, "ready")

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import FIRST_COMPARISON, ROOT
 from grader.isolation import isolate
 from grader.learner import cells as nbcells
 
@@ -31,6 +31,12 @@ def test_a_check_sees_the_environment_as_it_is_now(monkeypatch):
     monkeypatch.setenv("KL_PROBE", "set after the server started")
     v = _check(test="import os\nprint('probe:', os.environ.get('KL_PROBE'))\n")
     assert v.passed and "probe: set after the server started" in v.stdout, v
+
+
+def test_a_checks_first_comparison_imports_nothing():
+    """The server makes the imports of torch's first `assert_close` before it forks (0.8 s of CPU a check paid)."""
+    v = _check(test=FIRST_COMPARISON)
+    assert v.passed and "imported by the first comparison: []" in v.stdout, v
 
 
 def test_a_time_limit_stops_the_verifier_and_its_worker(tmp_path):

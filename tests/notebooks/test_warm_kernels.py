@@ -13,6 +13,7 @@ from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 from traitlets.config import Config
 
+from conftest import FIRST_COMPARISON
 from grader import processes
 from grader.notebooks import warm_kernels
 from grader.notebooks.nbexec import DIED, LadderExecute
@@ -126,6 +127,16 @@ def test_a_forked_kernel_shut_down_runs_its_atexit_functions_and_exits_cleanly(t
     assert process.returncode == 0
     assert mark.read_text() == "ran"
     assert unclosed.read_text() == "buffered", "a file the learner never closed is written out, as at any exit"
+
+
+def test_a_forked_kernels_first_comparison_imports_nothing(tmp_path, subreaper):
+    """The server makes the imports of torch's first `assert_close` before it forks: every kernel's first correctness
+    check paid 0.8 s of CPU for them (torch.distributed.tensor and sympy)."""
+    nb = new_notebook(cells=[new_code_cell(FIRST_COMPARISON)])
+    NotebookClient(nb, kernel_name="python3", kernel_manager_class=warm_kernels.WarmKernelManager, timeout=60,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert warm_kernels.server_pid() is not None, "the kernel was not forked from the server"
+    assert nb.cells[0].outputs[0]["text"].strip() == "imported by the first comparison: []"
 
 
 def test_a_file_open_before_the_server_froze_its_heap_is_written_out_at_exit(tmp_path):
