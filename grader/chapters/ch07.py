@@ -620,9 +620,11 @@ DIAGNOSE = (
              "half the SM's warps, limited by shared memory, where the solution keeps two blocks. Each thread has one "
              "16-byte load in flight at a time, so the SM has half the bytes in flight, and DRAM streams below the "
              "solution's rate although the kernel moves a third fewer bytes. Smaller blocks cannot help (a row still "
-             "takes the SM's shared memory) and neither can padding (its float4 accesses are conflict-free): each "
-             "warp must keep more bytes in flight. The same kernel issuing four loads before it merges any "
-             "(`on_chip_loads`, recorded with them) keeps its one read and takes less time.",
+             "takes the SM's shared memory) and neither can padding (its float4 accesses are conflict-free: a warp's "
+             "16-byte shared load takes four 128-byte wavefronts at best, and the merge's 4-byte loads one, so the "
+             "table's 3.4 wavefronts a load are no conflict): each warp must keep more bytes in flight. The same "
+             "kernel issuing four loads before it merges any (`on_chip_loads`, recorded with them) keeps its one read "
+             "and takes less time.",
          gpu="H200"),
     Case(key="7.P (b)", exercise="7b", rung="unfused", beside="solution", binding="extra-memory-passes",
          next_rung=FUSION_KEY,

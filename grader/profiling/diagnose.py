@@ -101,8 +101,8 @@ CONSTRAINTS: dict[str, Constraint] = {c.name: c for c in (
                _on_the_gpu(lambda s, b: max(s.ld_sectors_per_request, s.st_sectors_per_request) >= 16
                            and _top_stall(s) in ("lg throttle", "drain"))),
     Constraint("bank-conflicts", "shared-memory accesses split into several wavefronts, served one after another",
-               "smem ld ways (1 is conflict-free, 32 is every lane on one bank) and the top stall: mio throttle or "
-               "short scoreboard, warps waiting on the shared-memory pipe",
+               "smem ld ways (conflict-free: 1 for 4-byte loads, 4 for 16-byte ones; 32 is every lane on one bank) "
+               "and the top stall: mio throttle or short scoreboard, warps waiting on the shared-memory pipe",
                # conflicts cost time only where the warps wait on that pipe: 10a's solution loads with 9.5-way
                # conflicts at 74% of DRAM's peak, waiting on global loads (assets/profiles/H200/10a)
                _on_the_gpu(lambda s, b: s.shared_ld_ways >= 8 and _top_stall(s) in SHARED_PIPE_STALLS)),

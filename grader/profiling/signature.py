@@ -113,7 +113,8 @@ class Signature:
             (f"  global sectors per request: loads {num(self.ld_sectors_per_request)}, stores "
             f"{num(self.st_sectors_per_request)} (4 is a coalesced fp32 warp; 32 is one sector per thread)"),
             (f"  shared memory: {num(self.shared_ld_ways)}-way loads, {num(self.shared_st_ways)}-way stores "
-            f"(1 = no bank conflicts), {num(self.bank_conflicts, '{:,.0f}')} conflicts"),
+            f"(no bank conflicts: 1 for 4-byte accesses, 4 for 16-byte ones), "
+            f"{num(self.bank_conflicts, '{:,.0f}')} conflicts"),
             (f"  occupancy: {pct(self.achieved_occupancy_pct)} achieved of {pct(self.theoretical_occupancy_pct)} "
             f"possible, limited by {self.occupancy_limiter} ({self.registers_per_thread} registers/thread, "
             f"{self.shared_bytes_per_block:,} B shared/block); {num(self.waves_per_sm, '{:.2f}')} waves of blocks "

@@ -1375,3 +1375,41 @@ def test_the_torch_compile_ranges_in_the_bars_and_readmes_are_the_records():
     quote = f"{low:.2f}-{high:.2f}x the speed of torch.compile"
     assert quote in BARS["7-stretch"]["calibration"]
     assert quote in flat((CH07 / "README.md").read_text())
+
+
+def _printed_limiters(md: Path) -> dict[tuple[str, str], str]:
+    """(exercise, rung) -> the limiter column of a signatures table as record_profiles.py printed it."""
+    printed, exercise, header = {}, None, None
+    for line in md.read_text().splitlines():
+        if heading := re.match(r"### (\S+)$", line):
+            exercise, header = heading.group(1), None
+        elif line.startswith("| rung |"):
+            header = [c.strip() for c in line.strip("|").split("|")]
+        elif exercise and header and line.startswith("| ") and not line.startswith("|---"):
+            row = dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
+            printed[exercise, row["rung"]] = row["limiter"]
+    return printed
+
+
+def test_the_profiles_readme_names_every_limiter_the_h100_tables_printed_before_ties_were_named():
+    """The H100 signature tables were printed when the limiter column named only the first of tied limits; the
+    profiles README says which rows read differently now, and this holds that list to the CSV pages."""
+    from grader.profiling import recorded
+
+    folder = ROOT / "assets" / "results" / "profiles"
+    changed = set()
+    for md in ("signatures-h100.md", "signatures-6b-7-8b-h100.md"):
+        for (exercise, rung), printed in _printed_limiters(folder / md).items():
+            now = recorded.load(exercise, rung).occupancy_limiter
+            assert printed in now.split(", "), f"{md} {exercise}/{rung}: printed {printed!r}, the CSV gives {now!r}"
+            if now != printed:
+                changed.add((exercise, rung, now))
+    note = flat((folder / "README.md").read_text())
+    named = set()
+    for limiter, listed in re.findall(r'"([a-z, ]+)" for (.+?)(?:;|\. )', note):
+        exercise = None
+        for item in re.split(r",? and |, ", listed):
+            if owned := re.fullmatch(r"(\w+)'s (\w+)", item):
+                exercise, item = owned.groups()
+            named.add((exercise, item, limiter))
+    assert changed and named == changed, (sorted(changed - named), sorted(named - changed))

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from conftest import ROOT
 from grader import chapters
 from grader.errors import CheckFailed, NotImplementedYet
 from grader.profiling import diagnose, recorded
@@ -172,6 +173,10 @@ def test_7p_the_on_chip_rungs_claims_are_the_records():
     assert on_chip.dram_pct < solution.dram_pct and on_chip.launch_dram_bytes < 0.75 * solution.launch_dram_bytes
     loads = recorded.load(case.exercise, "on_chip_loads", case.folder)
     assert loads.time_us < on_chip.time_us and loads.theoretical_occupancy_pct == on_chip.theoretical_occupancy_pct
+    # "the table's 3.4 wavefronts a load are no conflict": between the 4-byte merge's one and a float4's four
+    assert f"table's {on_chip.shared_ld_ways:.1f} wavefronts a load" in case.why
+    assert 1 < on_chip.shared_ld_ways <= 4 and f"softmax: {on_chip.shared_ld_ways:.1f})" in (
+        ROOT / "docs" / "profiling.md").read_text()
 
 
 def test_7p_the_unfused_rungs_claims_are_the_records():
