@@ -2,7 +2,7 @@
 
 A chapter module defines `Exercise` values (inputs, output, float64 reference, torch baseline,
 bytes moved, the extra checks it needs) and thin `check_*` functions that notebook test cells
-call. The learner's code is reached through the one seam of grader.isolation.seam: a launcher
+call. The learner's code is reached through the one seam of grader.calls.seam: a launcher
 `fn(*inputs, out)` that writes its result into `out`, a tensor the grader allocated. The harness
 never asks where that launcher runs.
 """
@@ -19,8 +19,8 @@ from ..cuda import clocks
 from ..cuda.gpu import free_gpu_bytes, gpu_info, gpu_or_reason
 from ..cuda.sharing import require_own_gpu, speed_check_ahead
 from ..errors import CheckFailed, KernelCompileError, LadderError, NoGPUError, NotImplementedYet
-from ..isolation.rules import kernel_unused
-from ..isolation.seam import LearnerFunction, as_learner, own_kernel_work
+from ..calls.rules import kernel_unused
+from ..calls.seam import LearnerFunction, as_learner, own_kernel_work
 from . import correctness, timing
 from .bars import bar_for
 from .ceilings import COPY_NAME, CopyCeiling, ceiling_fraction, ceilings
@@ -78,7 +78,7 @@ class Exercise:
     requirements: tuple[Requirement, ...] = ()
     # The launcher writes several outputs (chapter 7's `add_rmsnorm(x, residual, weight, out, residual_out)`):
     # `make_output` stacks them along a first dimension, and the learner's function receives the slices
-    # out[0], out[1], ... in its place (grader.isolation.seam: with_split_output).
+    # out[0], out[1], ... in its place (grader.calls.seam: with_split_output).
     split_output: bool = False
     # torch's own result, computed in `dtype` from the same inputs (5b: eager's matmul, bias add and GELU,
     # each rounded to fp16). Where torch itself is further from the float64 reference than the tolerance,
@@ -240,7 +240,7 @@ def one_trial(ex: Exercise, fn: LearnerFunction, size, dev: str, what: str, pick
         guard = correctness.guarded(ex.make_output(size, dev))
         launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), guard.out, what, guard, pick=pick)
         # A call whose autotuner timed every configuration says nothing of one call's device time, which timed
-        # calls are held to (grader.isolation.rules.enforce_work): one more verified call, tuned, says it.
+        # calls are held to (grader.calls.rules.enforce_work): one more verified call, tuned, says it.
         if not fn.last_facts.tuned:
             break
     if not fn.probed:

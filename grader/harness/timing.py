@@ -8,8 +8,8 @@ or the time budget is spent; the verdict uses the median over rounds.
 Each measurement comes from a backend:
 - `BatchBackend` (graded, on a GPU): batches of back-to-back calls between CUDA events, the end
   event after a device-wide synchronize, with an L2 flush before each batch. A learner's function
-  is a `Contender` (grader.isolation.contender) that runs its batches where it runs, and whose time
-  is computed and cross-checked by grader.isolation.trusted.
+  is a `Contender` (grader.calls.contender) that runs its batches where it runs, and whose time
+  is computed and cross-checked by grader.calls.trusted.
 - `CPUBackend` is `torch.utils.benchmark.Timer`, so CI exercises the same rounds, statistics and
   verdicts without a GPU.
 """
@@ -25,7 +25,7 @@ from typing import Callable
 from .. import config
 from ..cuda import clocks, neighbours
 from ..cuda.sharing import require_own_gpu
-from ..isolation.contender import Contender
+from ..calls.contender import Contender
 
 
 MAX_REPS = 5000
@@ -43,15 +43,15 @@ class BatchBackend:
 
     The graded backend. A batch is `reps` calls in a row; the end event is recorded after
     `torch.cuda.synchronize()`, so work the calls left on any stream falls inside the interval. The
-    L2 cache is flushed before each batch. A `Contender` (a learner's function, grader.isolation.seam.Batch)
+    L2 cache is flushed before each batch. A `Contender` (a learner's function, grader.calls.seam.Batch)
     runs its batch where it runs, on the same rules; its time is this process's clock around the request
-    (grader.isolation.trusted). A plain callable is timed here, as a `_Here` contender. `reps` is chosen so that a batch
+    (grader.calls.trusted). A plain callable is timed here, as a `_Here` contender. `reps` is chosen so that a batch
     lasts about `target_ms`. Without a GPU the host clock stands in for the events.
     """
 
     name = "batch"
 
-    # 40 ms batches: a learner's batch is timed as its request less an empty request (grader.isolation.trusted),
+    # 40 ms batches: a learner's batch is timed as its request less an empty request (grader.calls.trusted),
     # and the empty request of a grader worker varied by about ±0.5 ms on an H100 (copies, synchronizations): in a
     # batch of 20 ms that was ±2.5% of the verdict, in one of 40 ms it is about ±1%.
     def __init__(self, target_ms: float = 40.0, batches: int = 3, device: str = "cuda"):
@@ -89,7 +89,7 @@ class BatchBackend:
                 self._watching = True
         self.flush()
         one = runner(1)  # warm-up, and the estimate that sizes the batches
-        # A learner's function timed through grader.isolation.seam knows its last round's median per call, which
+        # A learner's function timed through grader.calls.seam knows its last round's median per call, which
         # sizes the batches better than one call: there one call's time is a request's wall time less the
         # overhead measured for such requests, whose jitter can be as large as a short kernel's call. Taken as the
         # estimate, a near-zero first call sized batches at MAX_REPS, seconds each, and one speed cell's five
@@ -102,7 +102,7 @@ class BatchBackend:
             ms = runner(reps)
             # A batch far shorter than its target was sized by a slow first call (compiling, or a launcher
             # that is slow only when it is first called): sized again from its own calls, and measured again,
-            # so that a request's fixed cost stays a small part of every batch (grader.isolation.trusted).
+            # so that a request's fixed cost stays a small part of every batch (grader.calls.trusted).
             for _ in range(RESIZES):
                 if ms >= self.target_ms / 2 or reps >= MAX_REPS:
                     break
@@ -119,7 +119,7 @@ class BatchBackend:
                 self.clock.add(state)
                 contender.note_clock(state)
         # A learner's function keeps its latest round's time, and judges the round's events against it
-        # (grader.isolation.trusted): the traced batches that follow the timing (grader.harness.exercise) are
+        # (grader.calls.trusted): the traced batches that follow the timing (grader.harness.exercise) are
         # compared with the round closest to them in time.
         contender.note_round(statistics.median(samples))
         return samples
@@ -267,7 +267,7 @@ class Comparison:
 
 
 # Settled means every round clears the bar by this much, on the same side. It is the spread target: a round's
-# ratio has about that much noise (grader.isolation.trusted), so further rounds would not move the median across.
+# ratio has about that much noise (grader.calls.trusted), so further rounds would not move the median across.
 SETTLED_MARGIN = 0.02
 
 

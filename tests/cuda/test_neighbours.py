@@ -16,7 +16,7 @@ import pytest
 from grader.cuda import clocks, neighbours
 from grader.harness import exercise, timing
 from grader.harness.results import SpeedResult
-from grader.isolation.contender import Contender
+from grader.calls.contender import Contender
 from leftovers import marked, wait_for
 
 NOT_FOUND = 6   # NVML_ERROR_NOT_FOUND

@@ -8,7 +8,7 @@ from grader.chapters import ch01
 from grader.errors import CheckFailed
 from grader.harness.exercise import check_speed
 from grader.harness.timing import SETTLED_MARGIN, CPUBackend, Timing, clear_of, compare
-from grader.isolation.contender import Contender
+from grader.calls.contender import Contender
 
 
 class ScriptedBackend:
@@ -154,7 +154,7 @@ def test_bar_override_changes_the_verdict(tmp_path, monkeypatch):
 
 
 class _TrustedStandIn(Contender):
-    """A learner's function as grader.isolation.seam.Batch offers it to the backend (a Contender): its batches'
+    """A learner's function as grader.calls.seam.Batch offers it to the backend (a Contender): its batches'
     times, and the round's median per call remembered. One call looks free (its request no slower than an empty
     one); every call really takes half a millisecond."""
 

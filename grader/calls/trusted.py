@@ -32,10 +32,10 @@ In the notebook's own process every clock is the learner's too; the same arithme
 `ladder check` says in each speed cell what it can and cannot see (docs/isolation.md).
 
 This module is the one route of that time: `TrustedTiming` is the record a learner's timed batches keep
-(grader.isolation.seam.Batch): every request, the overhead credited, each round's time and SM clock, the
-cross-check, its flag, the bound the traced batches set (grader.isolation.rules.enforce_traced_timing) and
+(grader.calls.seam.Batch): every request, the overhead credited, each round's time and SM clock, the
+cross-check, its flag, the bound the traced batches set (grader.calls.rules.enforce_traced_timing) and
 the figures the speed report keeps. The timing backend (grader.harness.timing) reaches it only through the
-`Contender` interface (grader.isolation.contender).
+`Contender` interface (grader.calls.contender).
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ class TrustedTiming:
     def bound_by_trace(self, busy_ms: float, what: str, median_ms: float, traced_mhz: float | None) -> None:
         """The last round's time per call (or `median_ms`, the timing's, before any round ended) against the
         device time the learner's own kernels took per call in the traced batches right after (`busy_ms`, at
-        `traced_mhz`): kept for the report, then judged (grader.isolation.rules.enforce_traced_timing)."""
+        `traced_mhz`): kept for the report, then judged (grader.calls.rules.enforce_traced_timing)."""
         untraced = self.last_round_ms or median_ms
         self.bound = {"untraced_ms": untraced, "busy_ms": busy_ms, "timed_mhz": self.last_round_mhz,
                       "traced_mhz": traced_mhz}

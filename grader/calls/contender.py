@@ -1,7 +1,7 @@
 """What the timing backend (grader.harness.timing) times in batches where it runs: the one interface between
-the timing loop and the time a verdict rests on (grader.isolation.trusted).
+the timing loop and the time a verdict rests on (grader.calls.trusted).
 
-A learner's function is timed where it runs, by the asking process's clock (grader.isolation.seam.Batch): the
+A learner's function is timed where it runs, by the asking process's clock (grader.calls.seam.Batch): the
 loop asks for batches, tells it the SM clock after each and the round's median at the end, and sizes the next
 round's batches from that median. torch's contenders and the copy ceiling are plain callables, timed by the
 loop itself in this process.

@@ -1,12 +1,12 @@
-"""The time a speed verdict rests on (grader.isolation.trusted, kept by seam.Batch): the asking process's clock
+"""The time a speed verdict rests on (grader.calls.trusted, kept by seam.Batch): the asking process's clock
 around a request, less the zero-call request before it, capped; the events where the calls ran cross-check each
 round, and one judge decides whether a disagreement fails the cell or is flagged."""
 import pytest
 
 from grader.errors import CheckFailed
-from grader.isolation import seam
-from grader.isolation.messages import BatchFacts
-from grader.isolation.trusted import Overhead, TimedRequest, TrustedTiming
+from grader.calls import seam
+from grader.calls.messages import BatchFacts
+from grader.calls.trusted import Overhead, TimedRequest, TrustedTiming
 
 
 class Clock:

@@ -4,7 +4,7 @@ Every check reaches the learner's launcher through a `LearnerFunction`, wherever
 runs, and nothing outside this package asks where. Its operations:
 
 - `call(*args, noop=...)`: one call (a launcher writes into the grader's `out`); the rules of
-  grader.isolation.rules are enforced on what it did before the result is returned;
+  grader.calls.rules are enforced on what it did before the result is returned;
 - `batch(argsets, after_batch)`: timed batches of calls, for the timing backend, with sampled re-checks,
   and one traced batch (grader.cuda.trace) for the speed report;
 - `launches(*args)`: the CUDA kernels a call would launch (recorded, never run);
@@ -18,7 +18,7 @@ runs, and nothing outside this package asks where. Its operations:
 
 Two implementations: `LocalFunction`, the learner's function in this process (a notebook cell,
 `ladder check`), and `RemoteFunction` (grader.isolation.remote), a stand-in for a function that runs
-in the grader's worker (`ladder grade`). Both gather the same facts (grader.isolation.facts) and apply
+in the grader's worker (`ladder grade`). Both gather the same facts (grader.calls.facts) and apply
 the same rules, here, in the base class. `as_learner(fn)` gives the seam for whatever a check was
 handed: a RemoteFunction as it is, a plain function wrapped in a LocalFunction.
 """
@@ -42,7 +42,7 @@ from .trusted import Overhead, TrustedTiming, clean_request_ms
 
 # This process's clock, taken when the grader is imported: in the verifier, which runs no learner code,
 # and in a notebook, in its setup cell, before the answers. The time a verdict rests on is read from it
-# (grader.isolation.trusted).
+# (grader.calls.trusted).
 NOW = time.perf_counter
 
 
@@ -100,7 +100,7 @@ class LearnerFunction:
         raise NotImplementedError
 
     def _overhead(self, argsets: list[tuple]) -> Overhead:
-        """What this process can vouch for about a timed request's fixed cost (grader.isolation.trusted)."""
+        """What this process can vouch for about a timed request's fixed cost (grader.calls.trusted)."""
         raise NotImplementedError
 
     # What the process that times the learner's calls can and cannot see: one line in every speed report.
@@ -192,7 +192,7 @@ class Batch(Contender):
 
     `timed_batch(reps)` asks for `reps` calls in a row (rotating through the argument sets) and returns
     the time this process's own clock saw for the request, less what the same request with zero calls
-    costs: the figure a verdict rests on. `trusted` (grader.isolation.trusted.TrustedTiming) keeps every
+    costs: the figure a verdict rests on. `trusted` (grader.calls.trusted.TrustedTiming) keeps every
     request and judges the CUDA events the running process recorded around the calls (the second after a
     device-wide synchronize, so work on any stream is inside) against it. Every timed call must launch every
     kernel a checked call of the same shape launched; `after_batch` re-checks a sample.
@@ -229,7 +229,7 @@ class Batch(Contender):
         return self.trusted.last_round_ms
 
     def timed_batch(self, reps: int) -> float:
-        """Milliseconds for `reps` calls, as this process measured them (grader.isolation.trusted)."""
+        """Milliseconds for `reps` calls, as this process measured them (grader.calls.trusted)."""
         what = f"`{self.fn.name}` (timed runs)"
         self._empty_request(what)
         facts, wall_ms = self._request(reps, traced=False, what=what)
