@@ -1,7 +1,7 @@
 """The one seam between the grader's checks and the learner's function.
 
 Every check reaches the learner's launcher through a `LearnerFunction`, wherever that launcher
-runs, and nothing outside this package asks where. Its operations:
+runs, and nothing but this module and grader.isolation asks where. Its operations:
 
 - `call(*args, noop=...)`: one call (a launcher writes into the grader's `out`); the rules of
   grader.calls.rules are enforced on what it did before the result is returned;
