@@ -17,7 +17,8 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_profile(args) -> int:
-    from .profiling import describe, recorded
+    from .profiling import describe
+    from .profiles import recorded
     from .profiling.ncu import ProfileUnavailable, profile_notebook
 
     found = recognised(args.notebook)

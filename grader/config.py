@@ -143,7 +143,7 @@ def _at_least_one(name: str, default: int, meaning_of_one: str = "") -> int:
 
 
 def checks_at_once(default: int) -> int:
-    """How many of a notebook's graded checks run at once (grader.notebooks.ahead), each in a session of its own; 1:
+    """How many of a notebook's graded checks run at once (grader.isolation.ahead), each in a session of its own; 1:
     every check when the notebook reaches its cell. LADDER_CHECKS_AT_ONCE, else `default` (the notebook's chapter's,
     grader/chapters/grading.toml) but at most half the CPUs this process may use: each session is a verifier and a
     worker, two CUDA starts (which several students graded at once on one machine take in turn in the driver's

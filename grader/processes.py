@@ -18,7 +18,7 @@ nothing and ends nothing. Written by hand: psutil would add a dependency for `/p
 
 Some processes below a learner's code are torch's, not the learner's: Inductor's compile workers, which the first
 `torch.compile` in a process starts and keeps (`torchs_own`). They end with the rest of a tree, and are never
-reported as the learner's, by a call's facts (grader.isolation.facts) or by a notebook's run (`end_tree`).
+reported as the learner's, by a call's facts (grader.calls.facts) or by a notebook's run (`end_tree`).
 """
 
 from __future__ import annotations

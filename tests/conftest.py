@@ -117,7 +117,7 @@ def _fresh_tamper_watch():
     """Each test starts with no reference for what the learner's code may not replace: it is taken at
     the test's first check, after the test's own monkeypatching (which is the test's, not a learner's)."""
     from grader import config
-    from grader.isolation import facts
+    from grader.calls import facts
 
     facts._WATCH = None
     config.unpin()   # a session a test started pins the settings; the next test sets its own

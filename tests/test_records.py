@@ -140,7 +140,7 @@ def placeholders() -> list[str]:
     README."""
     from grader import chapters
     from grader.harness.bars import load_bars
-    from grader.profiling.diagnose import cases
+    from grader.profiles.diagnose import cases
 
     found = [f"grader/bars.toml [{key}]: provisional: {bar.provisional}" for key, bar in load_bars(None).items()
              if bar.provisional]

@@ -19,7 +19,7 @@ import torch
 
 from ..cuda.gpu import free_gpu_bytes, gpu_or_reason
 from ..harness import answers, plots
-from ..profiling.diagnose import Case
+from ..profiles.diagnose import Case
 from ..harness.answers import call_learner, require_close
 from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, check_correctness, check_speed, check_stretch,
                                 ungraded_timing_skipped)
@@ -184,7 +184,7 @@ def plot_bandwidth_vs_size(kernels: dict[str, Callable], sizes=None):
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded
-# numbers by tests/profiling/test_diagnose.py.
+# numbers by tests/profiles/test_diagnose.py.
 DIAGNOSE = Case(
     key="1.P", exercise="1a", rung="one_per_thread", beside="float4", binding="bytes-in-flight",
     next_rung="16-byte loads (float4), with a tail for n % 4",

@@ -22,7 +22,7 @@ import torch
 from ..cuda.gpu import free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed
 from ..harness import answers, plots
-from ..profiling.diagnose import Case
+from ..profiles.diagnose import Case
 from ..harness.answers import call_learner, require_close
 from ..harness.ceilings import ceilings
 from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, check_correctness, check_speed, check_stretch,
@@ -267,7 +267,7 @@ def plot_ladder(results: dict[str, SpeedResult | None]):
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded
-# numbers by tests/profiling/test_diagnose.py.
+# numbers by tests/profiles/test_diagnose.py.
 DIAGNOSE = Case(
     key="2.P", exercise="2", rung="unpadded_tile", beside="naive", binding="bank-conflicts",
     next_rung="pad the shared tile to 32 x 33",

@@ -18,7 +18,7 @@ import torch
 from ..cuda.gpu import gpu_or_reason, matmul_precision
 from ..errors import NoGPUError, NotImplementedYet
 from ..harness import answers, plots
-from ..profiling.diagnose import Case
+from ..profiles.diagnose import Case
 from ..harness.answers import call_learner, require_close
 from ..harness.ceilings import ceilings
 from ..harness.exercise import (Exercise, SmallSizes, SpeedResult, check_correctness, check_speed, check_stretch,
@@ -348,7 +348,7 @@ def plot_results(results: dict[str, SpeedResult | None]):
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded
-# numbers by tests/profiling/test_diagnose.py.
+# numbers by tests/profiles/test_diagnose.py.
 DIAGNOSE = Case(
     key="3.P", exercise="3", rung="naive_uncoalesced", beside="naive_coalesced", binding="uncoalesced",
     next_rung="swap the mapping, so that threadIdx.x walks along a row of C",

@@ -29,9 +29,9 @@ from ..cuda import sass
 from ..cuda.gpu import gpu_info, gpu_or_reason
 from ..cuda.kernels import load_kernel
 from ..errors import CheckFailed
-from ..isolation.rules import unchecked
+from ..calls.rules import unchecked
 from ..harness import answers, plots
-from ..profiling.diagnose import Case
+from ..profiles.diagnose import Case
 from ..harness.answers import call_learner, check_floor_ms, check_gemm_flops, require_close
 from ..harness.exercise import (Exercise, Requirement, SmallSizes, SpeedResult, as_learner, check_correctness,
                                 check_speed, check_stretch, counted_launch, launch, measure_version)
@@ -337,7 +337,7 @@ def _describe(listing: sass.Listing) -> str:
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded
-# numbers by tests/profiling/test_diagnose.py.
+# numbers by tests/profiles/test_diagnose.py.
 DIAGNOSE = Case(
     key="4.P", exercise="4", rung="global_wmma", beside="fma_only", binding="cache-traffic-per-flop",
     next_rung="stage the tiles in shared memory, each loaded once per block and read by every warp",

@@ -27,7 +27,7 @@ from typing import Callable
 import torch
 
 from ..harness import answers, plots
-from ..profiling.diagnose import Case
+from ..profiles.diagnose import Case
 from ..harness.answers import call_learner, check_floor_ms, check_gemm_flops, require_close
 from ..cuda import archs
 from ..cuda.crosscompile import pipeline_buffers
@@ -657,7 +657,7 @@ def draw_sweep(sizes, curves: dict[str, list[float]], ceiling_tflops: float):
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded
-# numbers by tests/profiling/test_diagnose.py.
+# numbers by tests/profiles/test_diagnose.py.
 DIAGNOSE = Case(
     key="5.P", exercise="5a", rung="naive", beside="ungrouped", binding="cache-traffic-per-flop",
     next_rung="larger tiles (128 x 128 x 64) with three or four pipeline stages",

@@ -35,10 +35,10 @@ import torch
 
 from ..cuda.gpu import arch_here, free_gpu_bytes, gpu_or_reason
 from ..errors import CheckFailed, LadderError, NoGPUError, NotImplementedYet
-from ..isolation.rules import unchecked
+from ..calls.rules import unchecked
 from ..harness import correctness, plots
 from ..harness import answers
-from ..profiling.diagnose import Case
+from ..profiles.diagnose import Case
 from ..harness.answers import call_learner, require_close
 from ..harness.attention import attention_flops, attention_reference, scores_by_blocks
 from ..harness.exercise import (
@@ -1193,7 +1193,7 @@ def tile_rows(head_dim: int) -> int:
 
 # Two recorded profiles of this chapter's rungs (assets/profiles/H100); the learner names what binds the
 # first and the rung that relieves it. Checked on a CPU; the answer key is checked against the recorded
-# numbers by tests/profiling/test_diagnose.py.
+# numbers by tests/profiles/test_diagnose.py.
 DIAGNOSE = Case(
     key="6.P", exercise="6", rung="naive_triton", beside="solution", binding="extra-memory-passes",
     next_rung="an online softmax over tiles of K and V, the scores kept on chip",

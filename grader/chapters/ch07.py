@@ -20,7 +20,7 @@ Exercises
 
 7b's launcher writes two outputs. The harness hands every launcher one `out`, so 7b's is stacked,
 (2, rows, hidden), and the learner's function receives its slices `out[0]` (the normalised rows) and
-`out[1]` (the residual sum) as `out` and `residual_out` (grader.isolation.seam: with_split_output).
+`out[1]` (the residual sum) as `out` and `residual_out` (grader.calls.seam: with_split_output).
 Without a GPU, 7b and 7c run in Triton's interpreter at small sizes, like chapters 5 and 6; 7a's CUDA
 C needs a GPU (NVRTC still says whether it compiles).
 """
@@ -53,7 +53,7 @@ from ..harness.fusion import require_launches
 from ..harness.norms import RMS_EPS, add_rms_norm, rms_norm  # noqa: F401  (the notebook reads ch07.RMS_EPS)
 from ..harness.quiet import captured_stderr
 from ..harness.timing import bench
-from ..profiling.diagnose import Case
+from ..profiles.diagnose import Case
 
 # ================================================================== 7a: row softmax
 
@@ -607,7 +607,7 @@ def _norm_inputs_meta(size: NormSize, device: str, dtype):
 #     (assets/profiles/H200/7a-occupancy, by assets/results/notebooks/text-facts/run.sh's `diagnose`);
 # (b) the extra pass of 7b's unfused rung (an add kernel, then a norm kernel that reads the sum back) beside the
 #     fused solution, recorded on an H100 (assets/profiles/H100/7b).
-# Checked on a CPU; tests/profiling/test_diagnose.py checks each answer key against the recorded numbers.
+# Checked on a CPU; tests/profiles/test_diagnose.py checks each answer key against the recorded numbers.
 OCCUPANCY_KEY = "four float4 loads in flight per thread in the first pass, issued before any of them is merged"
 FUSION_KEY = "add the residual inside the norm kernel, where the row is already loaded"
 DIAGNOSE = (

@@ -54,7 +54,7 @@ from ..harness.exercise import (
 from ..harness.fusion import require_launches
 from ..harness.kernel_time import KernelTime
 from ..harness.quiet import captured_stderr
-from ..profiling.diagnose import Case
+from ..profiles.diagnose import Case
 
 RECORDED = Path(__file__).resolve().parents[2] / "assets" / "results" / "calibration" / "ch08-h100"
 RECORDED_GPU = "NVIDIA H100 80GB HBM3"
@@ -679,7 +679,7 @@ def plot_shares(rows: list[ProfileRow], title: str = ""):
 # signature (the longest kernel, and the call's totals) joined to a device trace of calls run back to back
 # (grader.profiling.timeline: the call's time, the share of it the GPU was busy, and the call replayed as a
 # CUDA graph), recorded on an H200 (assets/profiles/H200/8b-host, by assets/results/notebooks/text-facts/run.sh's
-# `diagnose`). Checked on a CPU; tests/profiling/test_diagnose.py checks the key against the recorded numbers.
+# `diagnose`). Checked on a CPU; tests/profiles/test_diagnose.py checks the key against the recorded numbers.
 HOST_BOUND_SIZE: Size = (1, 256, 512)
 GRAPH_KEY = "capture the block in a CUDA graph after a few warm-up calls, and replay it"
 DIAGNOSE = Case(

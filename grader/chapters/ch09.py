@@ -48,8 +48,8 @@ from ..harness.exercise import (Exercise, Requirement, SmallSizes, SpeedResult, 
 from ..harness.feasibility import Gradability, gradability, not_gradable_here, settle_unmeasured
 from ..harness.outputs import Packed, Part
 from ..harness.quiet import captured_stderr
-from ..isolation.rules import unchecked
-from ..profiling.diagnose import Case
+from ..calls.rules import unchecked
+from ..profiles.diagnose import Case
 
 GROUP = 128                 # 1 x 128 groups of activations (9a), 128 x 128 blocks of weights (9b)
 E4M3_MAX = 448.0            # the largest finite e4m3fn value: 1.75 x 2^8
@@ -920,7 +920,7 @@ def doctor_notes(arch: archs.Arch, ns: dict) -> list[str]:
 # ------------------------------------------------------------------ diagnose: reading two recorded profiles
 
 # Two recorded profiles of 9b's rungs (assets/profiles/H200/9b, Nsight Compute on an H200): the rung that scales the
-# accumulator after every 32 of K, and the solution, which does it once per 128-block. tests/profiling/test_diagnose.py
+# accumulator after every 32 of K, and the solution, which does it once per 128-block. tests/profiles/test_diagnose.py
 # checks the answer key against the recorded numbers, and the `why` against them too.
 DIAGNOSE = Case(
     key="9.P", exercise="9b", rung="every_step", beside="solution", binding="accumulator-promotion",

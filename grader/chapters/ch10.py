@@ -49,7 +49,7 @@ from ..harness.exercise import (
     measure_version,
 )
 from ..harness.quiet import captured_stderr
-from ..profiling.diagnose import Case
+from ..profiles.diagnose import Case
 
 POISON = float("inf")      # what fills every slot no query may read
 FP16 = 2                   # bytes

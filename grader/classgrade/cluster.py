@@ -226,8 +226,8 @@ def _local_or_batch(where: Where, distributed):
             raise LadderError(f"--gpus {where.gpus}: this machine shows {available} GPU(s)")
         dask_cuda = _need("dask_cuda")
         # Each worker grades one student at a time and runs that student's checks ahead of the notebook as wide
-        # as a student graded alone (grader.notebooks.ahead); the workers share the machine's CPUs through its
-        # check slots (grader.notebooks.slots), not by a fixed part each.
+        # as a student graded alone (grader.isolation.ahead); the workers share the machine's CPUs through its
+        # check slots (grader.isolation.slots), not by a fixed part each.
         devices = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = [d.strip() for d in devices.split(",")] if devices else [str(i) for i in range(available)]
 

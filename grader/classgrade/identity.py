@@ -13,7 +13,7 @@ from .. import config
 
 GRADER_DIR = Path(__file__).resolve().parents[1]
 # Settings that change no verdict: where caches live, the bars (hashed as bytes, whatever their path), and how many
-# checks run at once (grader.notebooks.ahead): a class graded on more GPUs, or more CPUs, resumes where another run
+# checks run at once (grader.isolation.ahead): a class graded on more GPUs, or more CPUs, resumes where another run
 # stopped.
 _NOT_VERDICT = {"LADDER_CACHE_DIR", "LADDER_BARS", "LADDER_CHECKS_AT_ONCE"}
 

@@ -46,7 +46,7 @@ INTEGRITY = ("kernel-unused", "library-compute", "swallowed-error", "stray-threa
 LEADERBOARD_NAMES = ("names", "initials", "none")
 LEADERBOARD_SIZE = 10
 # The calibration runs behind bars.toml (`ladder calibrate` writes them), beside the package as the
-# recorded profiles are (grader.profiling.recorded); an installed copy without them shows no rungs.
+# recorded profiles are (grader.profiles.recorded); an installed copy without them shows no rungs.
 RESULTS = Path(__file__).resolve().parents[2] / "assets" / "results"
 CALIBRATIONS = "**/*calibration*.json"
 # `ladder calibrate --out NAME.toml` keeps its runs beside the bars, in NAME.json (grader.classgrade.calibrate)

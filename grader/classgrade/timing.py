@@ -3,8 +3,8 @@
 nbclient stamps every cell it runs (`metadata.execution`: busy, then idle, as ISO times) and
 grader.notebooks.nbexec stamps every isolated check (`metadata.ladder`: the check's seconds, and of
 them the worker's start with the learner's cells, and its CPU time; whether it ran ahead of the notebook,
-beside other checks (grader.notebooks.ahead), how long it waited for a slot of the machine's
-(grader.notebooks.slots), and how long the notebook waited for its verdict). Checks ahead overlap
+beside other checks (grader.isolation.ahead), how long it waited for a slot of the machine's
+(grader.isolation.slots), and how long the notebook waited for its verdict). Checks ahead overlap
 each other and the notebook's own cells, so their seconds add up to more than the wall time; the waits
 do not. Nothing is timed twice: this only reads.
 """
@@ -29,7 +29,7 @@ class CellTime:
     ahead: bool = False          # a check whose verdict came from ahead of the notebook
     wait_seconds: float | None = None   # how long the notebook waited for a check's verdict
     cpu_seconds: float = 0.0     # a check's CPU time (its verifier and worker)
-    slot_wait_seconds: float = 0.0   # how long a check ahead waited for a slot of the machine's (grader.notebooks.slots)
+    slot_wait_seconds: float = 0.0   # how long a check ahead waited for a slot of the machine's (grader.isolation.slots)
 
 
 @dataclass

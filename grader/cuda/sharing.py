@@ -1,8 +1,8 @@
 """A check that shares its GPU with other checks of the same student: whatever it timed would be false.
 
 `ladder grade` and `ladder check --isolated` run a notebook's graded checks ahead of the notebook,
-several at once (grader/notebooks/ahead.py), each told so by the message that starts it (the verifier by its
-`Job`, the worker by its `Load`: grader.isolation.messages), which calls `set_shared`. Whether a
+several at once (grader/isolation/ahead.py), each told so by the message that starts it (the verifier by its
+`Job`, the worker by its `Load`: grader.calls.messages), which calls `set_shared`. Whether a
 kernel computes the right thing, writes out of bounds or allocates O(N) memory does not depend on what
 else runs on the GPU; how fast it runs does, and so does which configuration an autotuner would keep.
 So, in such a check, the first thing that would time anything (a timed batch, a ceiling's measurement,

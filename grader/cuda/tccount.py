@@ -21,7 +21,7 @@ Triton's interpreter counts its `tl.dot` calls the same way (grader.cuda.interpr
 
 `counting()` switches it on for every kernel launched in this process (a handler of
 grader.cuda.launches); the grader's fact gathering does the same for one call of a learner's
-launcher (`CallPolicy.count_tensor_cores`, grader.isolation.facts).
+launcher (`CallPolicy.count_tensor_cores`, grader.calls.facts).
 """
 
 from __future__ import annotations

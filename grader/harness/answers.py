@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..errors import CheckFailed, NotImplementedYet
-from ..isolation.seam import as_learner
+from ..calls.seam import as_learner
 
 
 def call_learner(fn, *args, exercise: str, names: str):
@@ -54,10 +54,10 @@ def check_floor_ms(floor_ms, exercise: str) -> None:
 
 
 def check_diagnosis(diagnose, diagnosis) -> None:
-    """A "diagnose" exercise (grader.profiling.diagnose): the learner's `diagnosis()` returns (binding
+    """A "diagnose" exercise (grader.profiles.diagnose): the learner's `diagnosis()` returns (binding
     constraint, next rung) for the case's two recorded profiles; for a chapter with several cases, one such
     pair per case, in order."""
-    from ..profiling.diagnose import cases, judge, judge_all
+    from ..profiles.diagnose import cases, judge, judge_all
 
     if isinstance(diagnose, tuple):
         key = diagnose[0].key.split(" ")[0]

@@ -74,9 +74,9 @@ class Figures:
     rung: Rung
     values: tuple[float, ...]
     # The same runs by the CUDA events recorded where the calls ran (a claim the trusted time is checked
-    # against: grader.isolation.trusted), for the record of how far the two lie apart; empty where not kept.
+    # against: grader.calls.trusted), for the record of how far the two lie apart; empty where not kept.
     event_values: tuple[float, ...] = ()
-    # Each run's untraced time per call over its kernels' traced busy time (grader.isolation.rules
+    # Each run's untraced time per call over its kernels' traced busy time (grader.calls.rules
     # enforce_traced_timing fails a run below its bound): how near honest kernels come to that rule.
     traced_ratios: tuple[float, ...] = ()
     # Each run's timing rounds and the seconds they took (grader.harness.timing.compare stops at a spread of

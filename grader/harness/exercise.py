@@ -2,7 +2,7 @@
 
 A chapter module defines `Exercise` values (inputs, output, float64 reference, torch baseline,
 bytes moved, the extra checks it needs) and thin `check_*` functions that notebook test cells
-call. The learner's code is reached through the one seam of grader.isolation.seam: a launcher
+call. The learner's code is reached through the one seam of grader.calls.seam: a launcher
 `fn(*inputs, out)` that writes its result into `out`, a tensor the grader allocated. The harness
 never asks where that launcher runs.
 """
@@ -19,10 +19,9 @@ from ..cuda import clocks
 from ..cuda.gpu import free_gpu_bytes, gpu_info, gpu_or_reason
 from ..cuda.sharing import require_own_gpu, speed_check_ahead
 from ..errors import CheckFailed, KernelCompileError, LadderError, NoGPUError, NotImplementedYet
-from ..isolation.rules import kernel_unused
-from ..isolation.seam import LearnerFunction, as_learner, own_kernel_work
+from ..calls.rules import kernel_unused
+from ..calls.seam import LearnerFunction, as_learner, own_kernel_work
 from . import correctness, timing
-from ..isolation.rules import enforce_traced_timing
 from .bars import bar_for
 from .ceilings import COPY_NAME, CopyCeiling, ceiling_fraction, ceilings
 from .feasibility import not_gradable_here, settle
@@ -79,7 +78,7 @@ class Exercise:
     requirements: tuple[Requirement, ...] = ()
     # The launcher writes several outputs (chapter 7's `add_rmsnorm(x, residual, weight, out, residual_out)`):
     # `make_output` stacks them along a first dimension, and the learner's function receives the slices
-    # out[0], out[1], ... in its place (grader.isolation.seam: with_split_output).
+    # out[0], out[1], ... in its place (grader.calls.seam: with_split_output).
     split_output: bool = False
     # torch's own result, computed in `dtype` from the same inputs (5b: eager's matmul, bias add and GELU,
     # each rounded to fp16). Where torch itself is further from the float64 reference than the tolerance,
@@ -241,7 +240,7 @@ def one_trial(ex: Exercise, fn: LearnerFunction, size, dev: str, what: str, pick
         guard = correctness.guarded(ex.make_output(size, dev))
         launch_and_verify(ex, fn, size, inputs, correctness.snapshot(inputs), guard.out, what, guard, pick=pick)
         # A call whose autotuner timed every configuration says nothing of one call's device time, which timed
-        # calls are held to (grader.isolation.rules.enforce_work): one more verified call, tuned, says it.
+        # calls are held to (grader.calls.rules.enforce_work): one more verified call, tuned, says it.
         if not fn.last_facts.tuned:
             break
     if not fn.probed:
@@ -468,7 +467,7 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
     # Without a GPU nothing is physically bounded: the CPU backend only exercises the same arithmetic.
     flags = (_physical_limits(ex, size, cmp.candidate.median_ms, ceiling_value if dev == "cuda" else None, what,
                               run_gbps is not None)
-             + _clock_disagreement(candidate))
+             + candidate.trusted.flags())
     passed = (fraction if fraction is not None else cmp.speedup) >= bar.bar
     return SpeedResult(
         key=bar.key, title=ex.title, size=ex.describe_size(size), gpu=info.name if info else "CPU backend",
@@ -477,41 +476,9 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
         ceiling_name="copy_gbps" if fraction is not None else ex.ceiling, ceiling_value=ceiling_value,
         baseline_name=cmp.baseline.name,
         others={n: t.median_ms for n, t in cmp.others.items() if n != COPY_NAME}, unavailable=unavailable,
-        flags=flags, kernels=kernels, timed_where=fn.timed_where, events_ms=_median(candidate.event_rounds_ms),
-        integrity=_integrity(candidate), kind=bar.kind, fraction=fraction, run_copy_gbps=run_gbps,
+        flags=flags, kernels=kernels, timed_where=fn.timed_where, events_ms=candidate.trusted.events_ms(),
+        integrity=candidate.trusted.integrity(), kind=bar.kind, fraction=fraction, run_copy_gbps=run_gbps,
         provisional=bar.provisional)
-
-
-def _clock_disagreement(batch) -> list[str]:
-    """A flag for the instructor where the events and the asking process's own clock disagreed, beyond the
-    request's measured overhead, in more than a third of the timed batches (grader.isolation.trusted): a round in
-    which all of them disagree fails (Batch.note_round); one batch now and then is a process woken late."""
-    timed = [r for r in batch.requests if r.reps > 1]
-    off = [r for r in timed if not r.agrees()]
-    if 3 * len(off) <= len(timed) or not gpu_or_reason()[0]:
-        return []
-    worst = max(off, key=lambda r: abs(r.event_ms - r.trusted_ms) / r.trusted_ms)
-    return [f"timing cross-check: {len(off)} of {len(timed)} timed batches disagreed with the grader's own "
-            f"clock beyond the request's overhead (worst: events {worst.event_ms:.3f} ms, clock {worst.trusted_ms:.3f} "
-            f"ms for {worst.reps} calls); flagged for the instructor"]
-
-
-def _median(values: list[float]) -> float | None:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2] if ordered else None
-
-
-def _integrity(batch) -> dict:
-    """The trusted-time arithmetic's figures for one timing: what records of it keep
-    (assets/results/timing-integrity/)."""
-    requests = batch.requests
-    gaps = [(r.event_ms - r.trusted_ms) / r.trusted_ms for r in requests if r.trusted_ms > 0 and r.reps > 1]
-    return {"requests": len(requests), "clean_ms": batch.overhead.clean_ms, "copy_ms": batch.overhead.copy_ms,
-            "cap_ms": batch.overhead.cap_ms(), "empty_ms_median": _median(batch.overhead.empties),
-            "empty_ms_max": max(batch.overhead.empties, default=None),
-            "event_gap_min": min(gaps, default=None), "event_gap_max": max(gaps, default=None),
-            "allowed_gap_max_ms": max((r.allowed_gap_ms() for r in requests), default=None),
-            "bound": getattr(batch, "bound_figures", None)}
 
 
 def _traced(ex: Exercise, fn: LearnerFunction, candidate, baseline, sampler: "_TimedSets", backend, cmp,
@@ -557,11 +524,8 @@ def _traced_pair(batch, median_ms: float, backend, sampler: "_TimedSets", what: 
             mhz.append(state.sm_mhz)
     sampler.poison_all()
     if times[0].note is None:
-        untraced, busy = batch.last_round_ms or median_ms, min(t.busy_ms for t in times)
-        timed_mhz, traced_mhz = getattr(batch, "last_round_mhz", None), sum(mhz) / len(mhz) if mhz else None
-        batch.bound_figures = {"untraced_ms": untraced, "busy_ms": busy, "timed_mhz": timed_mhz,
-                               "traced_mhz": traced_mhz}
-        enforce_traced_timing(untraced, busy, what, timed_mhz=timed_mhz, traced_mhz=traced_mhz)
+        batch.trusted.bound_by_trace(min(t.busy_ms for t in times), what, median_ms,
+                                     traced_mhz=sum(mhz) / len(mhz) if mhz else None)
     return times[0]
 
 

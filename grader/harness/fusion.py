@@ -10,8 +10,8 @@ exercises teach, and it is the same on every GPU.
 from __future__ import annotations
 
 from ..errors import CheckFailed
-from ..isolation.foreign import short
-from ..isolation.rules import unchecked
+from ..calls.foreign import short
+from ..calls.rules import unchecked
 from .kernel_time import KernelTime
 
 
@@ -19,7 +19,7 @@ def require_launches(kernels: KernelTime | None, at_most: int, label: str, fused
     """At most `at_most` launches of the learner's kernels per call, from the timed calls' trace.
 
     `fused` says what the fused answer launches, `advice` what to fuse. Without a trace the fusion cannot be
-    graded here, and the instructor's policy for unchecked cells scores it (isolation.rules.unchecked)."""
+    graded here, and the instructor's policy for unchecked cells scores it (grader.calls.rules.unchecked)."""
     if kernels is None or kernels.note is not None:
         unchecked(f"{label} fusion", "counting your kernel launches in the device trace",
                   kernels.note if kernels is not None else "no device trace")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..isolation.foreign import short
+from ..calls.foreign import short
 
 # More launches than this per call is a launch per row or per element, not a kernel design.
 MANY_LAUNCHES = 32
@@ -52,7 +52,7 @@ class KernelTime:
 
     @classmethod
     def from_batch(cls, facts, reps: int) -> "KernelTime":
-        """From a traced batch's facts (grader.isolation.messages.BatchFacts) of `reps` calls."""
+        """From a traced batch's facts (grader.calls.messages.BatchFacts) of `reps` calls."""
         device = facts.device
         if device is None or not device.traced:
             return cls.untraced(device.note if device is not None else "not traced")

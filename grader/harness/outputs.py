@@ -4,7 +4,7 @@ codes and fp32 scales.
 Every check hands the learner's launcher one `out` the grader allocated, with guard bands around it and
 poison in it (grader.harness.correctness), and reads it back after the call. `Packed` keeps that: `out` is
 one byte buffer, each part starting at a multiple of 256 bytes (the alignment of a fresh allocation), and the
-launcher receives a typed view of each part in its place (Exercise.split, grader.isolation.seam), so the
+launcher receives a typed view of each part in its place (Exercise.split, grader.calls.seam), so the
 guard bands surround all of them, and nothing is copied. The buffer is poisoned with bytes of all ones
 (grader.harness.correctness.poison), which read as NaN in every floating type viewed through them (fp8
 e4m3fn 0xFF, fp32 0xFFFFFFFF); an element is unwritten when its own bits are still all ones, judged part by

@@ -12,10 +12,10 @@ import sys
 from dataclasses import dataclass
 
 from .. import config
+from ..calls import facts
 from ..cuda import interpreter
 from ..cuda.gpu import GPUInfo, gpu_info, gpu_or_reason
 from ..errors import LadderError
-from ..isolation import facts
 from .ceilings import Ceilings, cached_ceilings, ceilings
 from .without_gpu import INTERPRETED_BELOW, WHAT_STILL_WORKS, interpreted_here
 from .quiet import captured_stderr

@@ -7,8 +7,9 @@ or the time budget is spent; the verdict uses the median over rounds.
 
 Each measurement comes from a backend:
 - `BatchBackend` (graded, on a GPU): batches of back-to-back calls between CUDA events, the end
-  event after a device-wide synchronize, with an L2 flush before each batch. It also times a
-  learner's function that runs in the grader's worker (grader/isolation/remote.py).
+  event after a device-wide synchronize, with an L2 flush before each batch. A learner's function
+  is a `Contender` (grader.calls.contender) that runs its batches where it runs, and whose time
+  is computed and cross-checked by grader.calls.trusted.
 - `CPUBackend` is `torch.utils.benchmark.Timer`, so CI exercises the same rounds, statistics and
   verdicts without a GPU.
 """
@@ -24,6 +25,7 @@ from typing import Callable
 from .. import config
 from ..cuda import clocks, neighbours
 from ..cuda.sharing import require_own_gpu
+from ..calls.contender import Contender
 
 
 MAX_REPS = 5000
@@ -41,15 +43,15 @@ class BatchBackend:
 
     The graded backend. A batch is `reps` calls in a row; the end event is recorded after
     `torch.cuda.synchronize()`, so work the calls left on any stream falls inside the interval. The
-    L2 cache is flushed before each batch. A contender with a `timed_batch(reps)` method (a learner's
-    function running in the grader's worker, grader/isolation/remote.py) runs its batch there, on the same
-    rules, and its events are bounded by this process's clock. `reps` is chosen so that a batch
+    L2 cache is flushed before each batch. A `Contender` (a learner's function, grader.calls.seam.Batch)
+    runs its batch where it runs, on the same rules; its time is this process's clock around the request
+    (grader.calls.trusted). A plain callable is timed here, as a `_Here` contender. `reps` is chosen so that a batch
     lasts about `target_ms`. Without a GPU the host clock stands in for the events.
     """
 
     name = "batch"
 
-    # 40 ms batches: a learner's batch is timed as its request less an empty request (grader.isolation.trusted),
+    # 40 ms batches: a learner's batch is timed as its request less an empty request (grader.calls.trusted),
     # and the empty request of a grader worker varied by about ±0.5 ms on an H100 (copies, synchronizations): in a
     # batch of 20 ms that was ±2.5% of the verdict, in one of 40 ms it is about ±1%.
     def __init__(self, target_ms: float = 40.0, batches: int = 3, device: str = "cuda"):
@@ -76,42 +78,23 @@ class BatchBackend:
         self._cache.zero_()
         torch.cuda.synchronize()
 
-    def _local(self, fn: Callable[[], object]) -> Callable[[int], float]:
-        def run(reps: int) -> float:
-            if self.device != "cuda":
-                t0 = time.perf_counter()
-                for _ in range(reps):
-                    fn()
-                return (time.perf_counter() - t0) * 1e3
-            import torch
-
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize()
-            start.record()
-            for _ in range(reps):
-                fn()
-            torch.cuda.synchronize()
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end)
-        return run
-
-    def times_ms(self, fn) -> list[float]:
+    def times_ms(self, fn: Contender | Callable[[], object]) -> list[float]:
         require_own_gpu("timing")
-        runner = fn.timed_batch if hasattr(fn, "timed_batch") else self._local(fn)
+        contender = fn if isinstance(fn, Contender) else _Here(fn, self.device)
+        runner = contender.timed_batch
         if self.neighbours is not None:
-            self.neighbours.add_ours(getattr(fn, "process_id", None))   # where a learner's batch runs
+            self.neighbours.add_ours(contender.process_id)   # where a learner's batch runs
             if not self._watching:
                 self.neighbours.begin()
                 self._watching = True
         self.flush()
         one = runner(1)  # warm-up, and the estimate that sizes the batches
-        # A learner's function timed through grader.isolation.seam knows its last round's median per call, which
+        # A learner's function timed through grader.calls.seam knows its last round's median per call, which
         # sizes the batches better than one call: there one call's time is a request's wall time less the
         # overhead measured for such requests, whose jitter can be as large as a short kernel's call. Taken as the
         # estimate, a near-zero first call sized batches at MAX_REPS, seconds each, and one speed cell's five
         # rounds took 2-31 s (assets/results/class-grading/driver-lock-h100x4, `speed_timing`).
-        known = getattr(fn, "last_round_ms", None)
+        known = contender.last_round_ms
         reps = reps_for(self.target_ms, known if known else one)
         samples = []
         for _ in range(self.batches):
@@ -119,7 +102,7 @@ class BatchBackend:
             ms = runner(reps)
             # A batch far shorter than its target was sized by a slow first call (compiling, or a launcher
             # that is slow only when it is first called): sized again from its own calls, and measured again,
-            # so that a request's fixed cost stays a small part of every batch (grader.isolation.trusted).
+            # so that a request's fixed cost stays a small part of every batch (grader.calls.trusted).
             for _ in range(RESIZES):
                 if ms >= self.target_ms / 2 or reps >= MAX_REPS:
                     break
@@ -134,20 +117,44 @@ class BatchBackend:
                 self.neighbours.sample()
             if state is not None:
                 self.clock.add(state)
-                note_clock = getattr(fn, "note_clock", None)
-                if note_clock is not None:
-                    note_clock(state)
-        # A learner's function keeps its latest round's time: the traced batches that follow the timing
-        # (grader.harness.exercise) are compared with the round closest to them in time.
-        note_round = getattr(fn, "note_round", None)
-        if note_round is not None:
-            note_round(statistics.median(samples))
+                contender.note_clock(state)
+        # A learner's function keeps its latest round's time, and judges the round's events against it
+        # (grader.calls.trusted): the traced batches that follow the timing (grader.harness.exercise) are
+        # compared with the round closest to them in time.
+        contender.note_round(statistics.median(samples))
         return samples
 
 
+class _Here(Contender):
+    """A plain callable (torch's contenders, the copy ceiling) timed in this process: between two CUDA events,
+    the second after a device-wide synchronize; without a GPU, by the host clock."""
+
+    def __init__(self, fn: Callable[[], object], device: str):
+        self.fn, self.device = fn, device
+
+    def timed_batch(self, reps: int) -> float:
+        fn = self.fn
+        if self.device != "cuda":
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            return (time.perf_counter() - t0) * 1e3
+        import torch
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+
 class CPUBackend:
-    """Without a GPU: `torch.utils.benchmark.Timer` for torch's contenders; a learner's function, timed
-    in batches where it runs (it has `timed_batch`), in batches sized to `min_run_time_s`."""
+    """Without a GPU: `torch.utils.benchmark.Timer` for torch's contenders; a learner's function, a `Contender`
+    timed in batches where it runs, in batches sized to `min_run_time_s`."""
 
     name = "cpu"
 
@@ -155,9 +162,9 @@ class CPUBackend:
         self.min_run_time_s = min_run_time_s
         self._reps: dict = {}   # each learner's function's batch size, found in its first round
 
-    def times_ms(self, fn) -> list[float]:
+    def times_ms(self, fn: Contender | Callable[[], object]) -> list[float]:
         require_own_gpu("timing")
-        if hasattr(fn, "timed_batch"):
+        if isinstance(fn, Contender):
             if fn not in self._reps:
                 self._reps[fn] = self._batch_size(fn)
             reps = self._reps[fn]
@@ -177,7 +184,7 @@ class CPUBackend:
             min_run_time=self.min_run_time_s)
         return [t * 1e3 for t in m.times]
 
-    def _batch_size(self, fn) -> int:
+    def _batch_size(self, fn: Contender) -> int:
         """Calls in a batch that lasts at least `min_run_time_s`, found by growing the batch 1, 2, 5, 10, 20, ...
         until it does (as timeit's autorange; torch's Timer sizes a callable, not a batch run elsewhere). One call's
         trusted time cannot size it: it is the request's wall time less an empty request's, and on a busy CPU that
@@ -260,7 +267,7 @@ class Comparison:
 
 
 # Settled means every round clears the bar by this much, on the same side. It is the spread target: a round's
-# ratio has about that much noise (grader.isolation.trusted), so further rounds would not move the median across.
+# ratio has about that much noise (grader.calls.trusted), so further rounds would not move the median across.
 SETTLED_MARGIN = 0.02
 
 

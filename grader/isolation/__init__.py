@@ -1,8 +1,7 @@
-"""Where the learner's function runs, and the one seam every check reaches it through.
+"""Isolated grading: the processes a check runs in, and the scheduling of a notebook's checks. Above the chapters.
 
-Lower half, used by the harness: `seam` (LearnerFunction: LocalFunction in this process), `facts`
-(what a call did, gathered where it ran), `rules` (facts into reason codes), `messages` (the typed
-data that crosses processes). Upper half, the processes of isolated grading: `isolate` (starts a
-check), `verifier` (runs the test cell, never learner code), `worker` (runs learner code, decides
-nothing), `remote` (the verifier's side of the worker: RemoteFunction). Nothing outside this package
-asks which kind of LearnerFunction it holds."""
+`isolate` (the sessions a notebook's run checks its cells in), `server` (the process verifiers are forked
+from), `verifier` (runs the test cell, never learner code), `worker` (runs learner code, decides nothing),
+`remote` (the verifier's side of the worker: RemoteFunction, a grader.calls.seam.LearnerFunction), `hung`
+(the learner functions that hung in a notebook's run), `ahead` (a notebook's checks started ahead of its
+kernel, on those sessions), `slots` (how many checks the machine runs at once)."""

@@ -8,7 +8,7 @@ functions time out (grader.isolation.remote) writes the function's name there, a
 same reason, saying that it hung before. A check that does not call it is graded as usual.
 
 Only a time-out seen with the GPU to itself is written: a check ahead of the notebook shares the GPU and
-the CPUs with the student's other checks (grader.notebooks.ahead), and a neighbour may have slowed it,
+the CPUs with the student's other checks (grader.isolation.ahead), and a neighbour may have slowed it,
 which is why its time-outs are checked again alone. Every check reads the file, so a check ahead that
 calls a function already known to hang fails at once too (and is checked again alone, where it fails at
 once as well). The worker running learner code never needs the file; a learner's code that writes into it

@@ -27,8 +27,8 @@ from .. import config, processes
 from ..errors import DEFERRED
 from ..learner import cells as nbcells
 from ..learner.code import KernelOutcome
+from ..calls.messages import Job, SessionCheck, Verdict, extends
 from . import server
-from .messages import Job, SessionCheck, Verdict, extends
 
 
 def check_cell(nb, grade_id: str, timeout_s: float | None = None, cwd: str | None = None) -> Verdict:
@@ -73,7 +73,7 @@ def _environ() -> dict:
     return env
 
 
-_SERVER_LOCK = threading.Lock()   # checks may be asked for from several threads (grader.notebooks.ahead)
+_SERVER_LOCK = threading.Lock()   # checks may be asked for from several threads (grader.isolation.ahead)
 
 
 def _server() -> _Server:
@@ -92,7 +92,7 @@ def check_sources(cells: list[tuple[str, str]], source: str, name: str = "test",
                   session: CheckSession | CheckSessions | None = None, hung_record: str | None = None,
                   grader_run: bool = False) -> Verdict:
     """The verdict of one check. `shared_gpu`: it runs beside other checks of the same student on one GPU
-    (grader.notebooks.ahead), and is deferred if it would time anything (grader.cuda.sharing). `cancel`, once
+    (grader.isolation.ahead), and is deferred if it would time anything (grader.cuda.sharing). `cancel`, once
     set, stops the check's processes and makes its verdict "deferred" (a check ahead that is no longer wanted).
     `session`: the notebook run's sessions (CheckSessions: the idle one that suits it), or one of them that a check
     ahead took (CheckSession), check it; else a session used once. `hung_record`, `grader_run`: the

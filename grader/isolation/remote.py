@@ -1,6 +1,6 @@
 """The verifier's side of the worker: start it, talk to it with time limits, stand in for its functions.
 
-A `RemoteFunction` is the seam (grader.isolation.seam) for a learner's function that runs in the
+A `RemoteFunction` is the seam (grader.calls.seam) for a learner's function that runs in the
 worker: a call runs there, on the same tensors (shared through CUDA IPC on a GPU, shared memory on a
 CPU, not copied), and the worker's facts come back to be judged here by the same rules as a call in
 this process. What only a separate process adds is enforced here too: a worker that died or broke
@@ -21,11 +21,11 @@ import time
 from .. import config, processes
 from ..cuda import sharing
 from ..errors import DEFERRED, CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
+from ..calls.messages import (EMPTY_BATCH, REPLIES, Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed,
+                              Load, Loaded, Prepare, Quit, extends)
+from ..calls.seam import NOW, LearnerFunction
+from ..calls.trusted import Overhead, clean_request_ms, own_copy_ms
 from . import hung
-from .messages import (EMPTY_BATCH, REPLIES, Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed,
-                       Load, Loaded, Prepare, Quit, extends)
-from .seam import NOW, LearnerFunction
-from .trusted import Overhead, clean_request_ms, own_copy_ms
 
 
 class WorkerHandle:
@@ -58,7 +58,7 @@ class WorkerHandle:
         import torch.multiprocessing  # noqa: F401 - tensor reductions for the connection
         self.called: set[str] = set()
         self.dead: str | None = None
-        self.clean_ms = 0.0   # an empty request before any learner code ran (grader.isolation.trusted)
+        self.clean_ms = 0.0   # an empty request before any learner code ran (grader.calls.trusted)
         self.started = False
         self.cells: list[tuple[str, str]] = []   # the learner's cells the worker ran, in order
         self.outcomes: dict = {}                 # how those of them that did not run as they read ended
@@ -161,7 +161,7 @@ class WorkerHandle:
 
     def load(self, cells, outcomes) -> Loaded:
         """Start a check: the first time, prepare the worker and time empty requests on it while no learner code
-        has run (the reference that caps what a timed batch's overhead may be credited: grader.isolation.trusted);
+        has run (the reference that caps what a timed batch's overhead may be credited: grader.calls.trusted);
         then run the cells the worker has not run yet. A session's worker (grader.isolation.verifier.serve)
         ran an earlier check's cells already: `cells` must start with them, ended as they did."""
         outcomes = dict(outcomes or {})
@@ -221,7 +221,7 @@ class WorkerHandle:
 # What a worker's reply may contain: the messages, plain data, tensors shared through
 # torch.multiprocessing, NumPy arrays. Anything else in the pickle (a function to call while loading,
 # say) is refused.
-_MESSAGES = {("grader.isolation.messages", n) for n in (
+_MESSAGES = {("grader.calls.messages", n) for n in (
     "Facts", "BatchFacts", "RecordedKernel", "CallPolicy", "Prepared", "Loaded", "Described", "Called", "Bound",
     "Batched", "Failed")} | {("grader.cuda.tally", "Tally"), ("grader.cuda.trace", "DeviceTrace"), ("grader.cuda.trace", "DeviceOp")}
 _SAFE_GLOBALS = _MESSAGES | {

@@ -21,8 +21,9 @@ import time
 from .. import chapters, config, processes
 from ..cuda import sharing
 from ..errors import DEFERRED, LadderError
-from . import hung, rules
-from .messages import Job, Verdict
+from ..calls import rules
+from ..calls.messages import Job, Verdict
+from . import hung
 
 
 def _names_used(source: str) -> list[str]:

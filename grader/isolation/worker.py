@@ -4,9 +4,9 @@ The verifier (grader.isolation.verifier) starts one worker per graded check, or 
 (each check's `Load` runs only the cells it adds). The worker imports every
 chapter (through the registry), notes the identities of what the learner must not replace, then runs
 the learner's cells (the setup cell and the solution cells, definitions only: grader.learner.code)
-and serves requests (grader.isolation.messages) over a `multiprocessing` connection: call a function
+and serves requests (grader.calls.messages) over a `multiprocessing` connection: call a function
 on tensors the verifier shares with it, bind argument sets and run batches of timed calls. Each call
-runs through grader.isolation.facts, exactly as a call in the notebook's own process does, and the
+runs through grader.calls.facts, exactly as a call in the notebook's own process does, and the
 facts go back to the verifier, which judges them.
 
 Its stdout and stderr go to a log file the verifier reads, never to the notebook.
@@ -23,9 +23,9 @@ from ..cuda import sharing
 from ..errors import DEFERRED, LadderError, as_dict
 from ..learner.code import KernelOutcome, run_cell
 from ..learner.errors import translate
-from . import facts as gather
-from .messages import (EMPTY_BATCH, Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed, Load,
-                       Loaded, Prepare, Prepared, Quit)
+from ..calls import facts as gather
+from ..calls.messages import (EMPTY_BATCH, Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed, Load,
+                              Loaded, Prepare, Prepared, Quit)
 
 
 class Worker:
@@ -36,7 +36,7 @@ class Worker:
         self.has_gpu = has_gpu
         self.torch = torch
         self.ns: dict = {"__name__": "__learner__"}
-        # The grader's own empty batch: what a request costs before any learner code (grader.isolation.trusted).
+        # The grader's own empty batch: what a request costs before any learner code (grader.calls.trusted).
         self.bound: dict[int, tuple] = {EMPTY_BATCH: (None, [()], {}, [])}
         self.keep: list = []   # tensors returned to the verifier stay alive until the next request
         self.prepared = False
@@ -145,7 +145,7 @@ class Worker:
                 self.conn.send(Loaded([], []))
                 return
             # A timed batch's request holds garbage collection off until its reply is sent, so that the
-            # collection its calls set off falls outside the verifier's clock (grader.isolation.seam).
+            # collection its calls set off falls outside the verifier's clock (grader.calls.seam).
             collecting = gc.isenabled()
             if isinstance(msg, Batch):
                 gc.disable()

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import config
-from ..isolation.rules import reason_for
+from ..calls.rules import reason_for
 from ..learner.cells import is_autograded_test
 from .points import Points
 from .settings import configure_nbgrader

@@ -52,12 +52,13 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
 from .. import chapters, config, processes
-from ..isolation import hung, isolate, rules
-from . import warm_kernels
-from .ahead import ChecksAhead
+from ..calls import rules
+from ..isolation import hung, isolate
+from ..isolation.ahead import ChecksAhead
 from ..learner.cells import grade_id as _grade_id
 from ..learner.cells import chapter_of, is_autograded_test, is_learner_cell, learner_cells
 from ..learner.code import KernelOutcome
+from . import warm_kernels
 
 # The `ename` of the error outputs this module writes; nbrun and grading recognise them.
 DIED = "DeadKernelError"
@@ -202,7 +203,7 @@ class LadderExecute(Execute):
                 self.start_new_kernel()
             self._note_kernel()
             self._connect()
-            if self.isolated_checks:   # the notebook's checks start now, beside its kernel (grader.notebooks.ahead)
+            if self.isolated_checks:   # the notebook's checks start now, beside its kernel (grader.isolation.ahead)
                 self.ahead = self._checks_ahead()
             for index, cell in enumerate(list(self.nb.cells)):
                 if self.stopped is not None:
@@ -292,7 +293,7 @@ class LadderExecute(Execute):
                                    "ahead": ahead, "wait_seconds": round(time.perf_counter() - waited, 3)}
         if verdict.ended:   # processes the learner's code left running, ended with the check
             cell.metadata["ladder"]["ended_processes"] = list(verdict.ended)
-        if ahead:   # how long it waited for a slot of the machine's (grader.notebooks.slots)
+        if ahead:   # how long it waited for a slot of the machine's (grader.isolation.slots)
             cell.metadata["ladder"]["slot_wait_seconds"] = self.ahead.slot_waits.get(gid, 0.0)
         outputs = []
         if verdict.stdout.strip():
@@ -315,13 +316,13 @@ class LadderExecute(Execute):
 
     def _check_for_tampering(self, cell, index: int) -> None:
         """After a graded cell ran in the notebook's kernel: did the learner's code replace part of the
-        grader, the clock, torch or Triton? Asked of grader.isolation.facts in that kernel."""
+        grader, the clock, torch or Triton? Asked of grader.calls.facts in that kernel."""
         if any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
             return  # already failed: the first error is what nbgrader scores
         marker = "__ladder_tampered__"
         outputs = self._run_scratch(
             "import json as _ladder_json, sys as _ladder_sys\n"
-            "_ladder_facts = _ladder_sys.modules.get('grader.isolation.facts')\n"
+            "_ladder_facts = _ladder_sys.modules.get('grader.calls.facts')\n"
             f"print({marker!r}, _ladder_json.dumps(_ladder_facts.tampered() if _ladder_facts else []))\n"
             "del _ladder_json, _ladder_sys, _ladder_facts", index, "ask the kernel what it replaced")
         if outputs is None:  # never a grade by itself

@@ -9,8 +9,8 @@ In a notebook cell:
 From a terminal: `ladder profile NOTEBOOK --exercise 2`. Profiling is a learner's tool: no grade
 depends on it (docs/profiling.md).
 
-Modules: report (ncu's raw CSV page), signature (the numbers that matter), recorded (the shipped H100
-rungs), roofline (the plot), target (the process ncu wraps), ncu (running ncu, and every way it fails).
+Modules: ncu (running ncu, and every way it fails), target (the process ncu wraps), timeline (the launcher
+called back to back under a device trace). The profiles themselves, as data, are grader.profiles's.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _this_notebook(exercise: str) -> Path:
 
 
 def show_recorded(exercise: str) -> None:
-    from . import recorded
+    from ..profiles import recorded
     print(f"Recorded on an {recorded.gpu_of(exercise)}, every rung of exercise {exercise}:")
     for rung in recorded.rungs(exercise):
         print(f"  {rung}: {recorded.describe(exercise, rung)}")
@@ -43,8 +43,8 @@ def show_recorded(exercise: str) -> None:
 
 
 def _roofline(exercise: str, mine=None, flops=None):
-    from . import recorded
-    from .roofline import plot_roofline
+    from ..profiles import recorded
+    from ..profiles.roofline import plot_roofline
     entry = recorded.exercise_index(exercise)["exercises"][exercise]
     ceil = recorded.exercise_index(exercise)["ceilings"]
     points = [(r, recorded.load(exercise, r), entry.get("flops")) for r in recorded.rungs(exercise)]

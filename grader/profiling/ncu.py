@@ -2,9 +2,9 @@
 
 ncu starts grader.profiling.target (the learner's saved notebook, the exercise at its graded size)
 and profiles only the kernels inside the target's NVTX range. The profile is exported as a .ncu-rep
-(for Nsight Compute's UI) and read back as its raw CSV page (grader.profiling.report says why CSV).
+(for Nsight Compute's UI) and read back as its raw CSV page (grader.profiles.report says why CSV).
 Every way this can fail ends in a ProfileUnavailable whose message says what to do next; callers
-then show the recorded H100 rungs (grader.profiling.recorded).
+then show the recorded H100 rungs (grader.profiles.recorded).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import LadderError
-from .report import read_raw_csv
-from .signature import EXTRA_METRICS, SECTIONS, Signature, signatures_from_rows, with_launch_totals
+from ..profiles.report import read_raw_csv
+from ..profiles.signature import EXTRA_METRICS, SECTIONS, Signature, signatures_from_rows, with_launch_totals
 from .target import RANGE
 
 TIMEOUT_S = 600

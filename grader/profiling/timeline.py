@@ -9,7 +9,7 @@ after warm-up calls (Triton compiles and autotunes there), it times CALLS calls 
 untraced, on the host's clock; traces another CALLS under torch.profiler's CUPTI tracing
 (grader.cuda.trace) for the time the device was busy against the span from its first to its last work;
 and times the same call captured once in a CUDA graph and replayed (torch.cuda.graphs). The report, JSON, is
-what grader.profiling.recorded joins to a recorded signature (`<rung>.trace.json`).
+what grader.profiles.recorded joins to a recorded signature (`<rung>.trace.json`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import triton.language as tl
 from conftest import HAS_GPU, ROOT, ladder_check_one, torch_kernel
 from grader.harness import correctness
 from grader.chapters import ch05
-from grader.isolation.seam import as_learner
+from grader.calls.seam import as_learner
 from grader.errors import CheckFailed, KernelCompileError, NotImplementedYet
 from submissions.build import build
 

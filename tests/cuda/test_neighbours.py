@@ -16,6 +16,7 @@ import pytest
 from grader.cuda import clocks, neighbours
 from grader.harness import exercise, timing
 from grader.harness.results import SpeedResult
+from grader.calls.contender import Contender
 from leftovers import marked, wait_for
 
 NOT_FOUND = 6   # NVML_ERROR_NOT_FOUND
@@ -137,11 +138,15 @@ def test_without_nvml_the_reading_says_why_and_nothing_is_crowded(monkeypatch):
     assert not watch.crowded and watch.describe() == "other processes on the GPU not read (no GPU)"
 
 
-class _FakeBatch:
-    """A learner's timed batches as the backend sees them: where they run, and their time."""
+class _FakeBatch(Contender):
+    """A learner's timed batches as the backend sees them (a Contender): where they run, and their time."""
 
     def __init__(self, pid: int, on_batch=None):
-        self.process_id, self.on_batch = pid, on_batch
+        self.pid, self.on_batch = pid, on_batch
+
+    @property
+    def process_id(self) -> int:
+        return self.pid
 
     def timed_batch(self, reps: int) -> float:
         if self.on_batch:

@@ -23,7 +23,7 @@ import triton
 import triton.language as tl
 from grader.chapters import ch05
 from grader.harness.exercise import check_correctness
-from grader.isolation.seam import as_learner
+from grader.calls.seam import as_learner
 
 CONFIGS = [triton.Config({"BM": 16, "BN": 16, "BK": 16, "BUG": 0}, num_warps=4),
            triton.Config({"BM": 32, "BN": 32, "BK": 16, "BUG": 1}, num_warps=4),

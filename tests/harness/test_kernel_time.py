@@ -9,7 +9,7 @@ import pytest
 
 from grader.cuda.trace import DeviceOp, DeviceTrace
 from grader.harness.kernel_time import KernelTime
-from grader.isolation.messages import BatchFacts
+from grader.calls.messages import BatchFacts
 
 
 def traced_batch(reps=100, kernel_us=400.0, syncs=0, printed=0, launches_per_call=1, host_ms=60.0):

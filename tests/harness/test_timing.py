@@ -8,6 +8,7 @@ from grader.chapters import ch01
 from grader.errors import CheckFailed
 from grader.harness.exercise import check_speed
 from grader.harness.timing import SETTLED_MARGIN, CPUBackend, Timing, clear_of, compare
+from grader.calls.contender import Contender
 
 
 class ScriptedBackend:
@@ -152,20 +153,24 @@ def test_bar_override_changes_the_verdict(tmp_path, monkeypatch):
                     backend=CPUBackend(0.01), size=1 << 12)
 
 
-class _TrustedStandIn:
-    """A learner's function as grader.isolation.seam.Batch offers it to the backend: its batches' times, and the
-    round's median per call remembered. One call looks free (its request no slower than an empty one); every
-    call really takes half a millisecond."""
+class _TrustedStandIn(Contender):
+    """A learner's function as grader.calls.seam.Batch offers it to the backend (a Contender): its batches'
+    times, and the round's median per call remembered. One call looks free (its request no slower than an empty
+    one); every call really takes half a millisecond."""
 
     def __init__(self):
-        self.reps, self.last_round_ms = [], None
+        self.reps, self._last = [], None
+
+    @property
+    def last_round_ms(self):
+        return self._last
 
     def timed_batch(self, reps):
         self.reps.append(reps)
         return 1e-6 if reps == 1 else 0.5 * reps
 
     def note_round(self, ms_per_call):
-        self.last_round_ms = ms_per_call
+        self._last = ms_per_call
 
 
 def test_batches_are_sized_by_the_calls_not_by_one_call_that_looked_free():

@@ -48,14 +48,14 @@ def _daemon_cell(mark: str, then: str = "") -> tuple[str, str]:
 
 
 def test_a_call_that_leaves_a_process_running_is_seen_one_that_waits_for_it_is_not(mark):
-    """What `stray-process` rests on, in the process that runs the call (grader.isolation.facts): a process the call
+    """What `stray-process` rests on, in the process that runs the call (grader.calls.facts): a process the call
     started and left, detached or not, a daemon's second half included; not one it waited for, and not torch's own
     compile workers with what runs below them."""
     import subprocess
     import sys
 
-    from grader.isolation import facts
-    from grader.isolation.messages import CallPolicy
+    from grader.calls import facts
+    from grader.calls.messages import CallPolicy
 
     facts.start_watching()   # this process adopts what is orphaned below it, as the worker and the kernel do
     daemon = "import os, time\nif os.fork():\n    os._exit(0)\ntime.sleep(30)\n"

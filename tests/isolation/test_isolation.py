@@ -79,7 +79,7 @@ def test_a_worker_reply_cannot_run_code_in_the_verifier():
     with pytest.raises(pickle.UnpicklingError):
         safe_loads(pickle.dumps(Evil()))
     t = torch.arange(6.0).reshape(2, 3)
-    from grader.isolation.messages import Called, Facts
+    from grader.calls.messages import Called, Facts
 
     back = safe_loads(bytes(ForkingPickler.dumps(Called(t, Facts(launches=["k"])))))
     assert torch.equal(back.result, t) and back.facts == Facts(launches=["k"])
@@ -149,7 +149,7 @@ def test_timed_batches_on_a_cpu_recheck_outputs_and_count_launches():
 @pytest.mark.slow
 def test_a_copy_ceiling_verdict_rests_on_the_asking_processs_time_of_the_workers_calls(tmp_path, monkeypatch):
     """A copy-ceiling bar through a worker on the CPU: the learner's calls are timed by the asking process around
-    each request (grader.isolation.trusted), the copy by the asking process itself in the same rounds, and the
+    each request (grader.calls.trusted), the copy by the asking process itself in the same rounds, and the
     fraction is computed from those two and nothing else."""
     from grader.chapters import ch05
     from grader.harness.ceilings import COPY_NAME, ceiling_fraction
@@ -211,7 +211,7 @@ def test_causal_baseline_is_the_learners_launcher_with_causal_false_wherever_it_
     worker's launcher is timed in batches there (not one round trip per call), and an in-process one here."""
     from grader.chapters import ch06
     from grader.isolation.remote import RemoteFunction
-    from grader.isolation.seam import LocalFunction
+    from grader.calls.seam import LocalFunction
 
     fn = RemoteFunction(handle=None, name="attention")
     ex = ch06.causal_exercise(fn)

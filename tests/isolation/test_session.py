@@ -106,7 +106,8 @@ def test_a_new_check_lets_go_of_what_the_last_one_bound_and_says_whether_it_shar
 
     from grader import config
     from grader.cuda import sharing
-    from grader.isolation import messages, worker
+    from grader.isolation import worker
+    from grader.calls import messages
 
     config.unpin()
     w = worker.Worker(conn=None, has_gpu=False)
@@ -174,7 +175,7 @@ def test_a_check_goes_to_the_session_whose_worker_ran_most_of_its_cells(tmp_path
 
 @pytest.mark.parametrize("width", [1, 2])
 def test_a_deferred_check_ahead_keeps_its_session_for_the_notebooks_check_of_that_cell(tmp_path, width):
-    """What grader.notebooks.ahead.ChecksAhead does with the sessions: a check ahead that would time is deferred,
+    """What grader.isolation.ahead.ChecksAhead does with the sessions: a check ahead that would time is deferred,
     and its session is reserved for it: no later check ahead takes it (with one session, none may start), and the
     notebook's own check of that cell gets it, with the worker that ran exactly its cells."""
     cells = _cells(tmp_path / "ran.txt")

@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from grader.isolation import verifier
-from grader.isolation.messages import Job
+from grader.calls.messages import Job
 
 LEARNER = [("setup", "import torch"), ("solution", "x = 2\nsession = 'the learner\\'s own object'\n")]
 

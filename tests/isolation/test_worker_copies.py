@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.isolation.messages import Batch, Bind
+from grader.calls.messages import Batch, Bind
 from grader.isolation.worker import Worker
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from nbformat.v4 import new_notebook
 
-from notebooks.test_checks_ahead import _cell, _execute
+from isolation.test_checks_ahead import _cell, _execute
 
 LIMIT_S = 5
 

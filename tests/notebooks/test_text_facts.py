@@ -985,7 +985,7 @@ PROFILE_QUOTES = [
 @pytest.mark.parametrize("chapter, cell, exercise, rung, quotes", PROFILE_QUOTES,
                          ids=[f"{q[2]}-{q[3]}" for q in PROFILE_QUOTES])
 def test_profile_cells_quote_the_recorded_rungs(chapter, cell, exercise, rung, quotes):
-    from grader.profiling import recorded
+    from grader.profiles import recorded
 
     sig = recorded.load(exercise, rung)
     text = chapter_cell(chapter, cell)
@@ -1265,7 +1265,7 @@ def test_chapter_9_curve_md_is_the_accumulator_record():
 def test_chapter_10_profile_md_quotes_the_recorded_programs_and_merge():
     """profile-md: the unsplit rung's grid (one program per sequence and KV head) and the split solution's merge
     kernel, its time and its share of the two kernels' time, as the recorded 10b launch holds them."""
-    from grader.profiling import recorded
+    from grader.profiles import recorded
 
     text = chapter_cell("10", "profile-md")
     unsplit, split = recorded.load("10b", "unsplit"), recorded.load("10b", "solution")
@@ -1279,7 +1279,7 @@ def test_chapter_10_profile_md_quotes_the_recorded_programs_and_merge():
 def test_profiling_guide_quotes_the_10p_rungs():
     """docs/profiling.md's paragraph on 10.P: the unsplit rung's programs, waves and DRAM%, the split solution's, and
     the conflicted shared loads of the unsplit rung and of 10a's solution, from the recorded rungs."""
-    from grader.profiling import recorded
+    from grader.profiles import recorded
 
     text = flat((ROOT / "docs" / "profiling.md").read_text())
     unsplit, split, solution = (recorded.load("10b", "unsplit"), recorded.load("10b", "solution"),
@@ -1295,7 +1295,7 @@ def test_chapter_7_profile_md_reads_the_l2_and_limiter_columns_of_the_recorded_r
     """profile-md quotes no second L2 hit rate for the solution (the softmax section's 35% from traffic.csv is
     the one figure); it says the column is no more than about a third, and that every rung's limiter is
     registers and warps alike, as the recorded table prints them."""
-    from grader.profiling import recorded
+    from grader.profiles import recorded
 
     text = chapter_cell("07", "profile-md")
     sigs = [recorded.load("7a", r) for r in recorded.rungs("7a")]
@@ -1354,7 +1354,7 @@ def test_chapter_7_the_row_fits_a_blocks_registers():
 def test_profiling_guide_derives_the_bytes_from_the_recorded_rung():
     """docs/profiling.md: DRAM% of the recorded solution over the H100 SXM's data-sheet bandwidth, against the
     counted bytes over the same profile's time: about 12 bytes an element."""
-    from grader.profiling import recorded
+    from grader.profiles import recorded
 
     sol = recorded.load("7a", "solution")
     text = flat((ROOT / "docs" / "profiling.md").read_text())

@@ -11,9 +11,10 @@ import sys
 import pytest
 from conftest import HAS_GPU, ROOT
 
-from grader.profiling import ncu, recorded
-from grader.profiling.report import read_raw_csv
-from grader.profiling.signature import signature_from_rows, signature_of
+from grader.profiling import ncu
+from grader.profiles import recorded
+from grader.profiles.report import read_raw_csv
+from grader.profiles.signature import signature_from_rows, signature_of
 
 PROBE = ROOT / "assets/results/profiles/probe-h100"
 

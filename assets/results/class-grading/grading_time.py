@@ -7,7 +7,7 @@ Each chapter's solution notebook is graded as the only student of a fresh worksp
 would grade it (isolated checks, the default). The wall time of the whole `ladder grade` command is
 the figure against the 60 s goal; the autograded notebook says where it went (grader.classgrade.timing):
 the cells run in the notebook's kernel, and the isolated checks with, of them, the worker's start, and
-how long the notebook waited for them (checks that ran ahead of the notebook, grader.notebooks.ahead,
+how long the notebook waited for them (checks that ran ahead of the notebook, grader.isolation.ahead,
 overlap it). LADDER_CHECKS_AT_ONCE in the environment sets how many checks run ahead at once (1: none).
 With `--copies N` the solution is submitted by N students (solution, solution2, ...) in one `ladder
 grade`, as in a class: what one student costs once the run's own start (the workspace, the scratch

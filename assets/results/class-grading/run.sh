@@ -19,7 +19,7 @@
 #       ONE correct chapter-1 student: graded alone (1 GPU, no Dask), then 4 correct students on 4 GPUs at once,
 #       each in a workspace of its own. Goal: a correct student's seconds with 4 workers within 10% of alone.
 #       (The records' runs with the machine's check slots set by hand used a setting the grader no longer reads:
-#       the slots are computed, grader/notebooks/slots.py.)
+#       the slots are computed, grader/isolation/slots.py.)
 #   bash assets/results/class-grading/run.sh profile "$OUT/profile"
 #       the first two gradings of `student`, with py-spy sampling every process (PYSPY=1 does it for any run;
 #       py-spy's wheel in .whl-dask/) and what they waited in compared (waits.py). Every run

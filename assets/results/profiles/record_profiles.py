@@ -32,7 +32,7 @@ from submissions.build import build, load
 
 from grader.chapters.ch08 import HOST_BOUND_SIZE
 from grader.harness.ceilings import ceilings
-from grader.profiling import recorded
+from grader.profiles import recorded
 from grader.profiling.ncu import ProfileUnavailable, find_ncu, profile_notebook
 
 # exercise -> [(rung, submission package, submission, what the rung is)], in ladder order.
@@ -114,7 +114,7 @@ CHECKS = [
     ("7a", "scalar", "dram_pct", "<=", 75.0),
     # chapter 8's text: the naive 32x32 matmul in the block fetches its operands through L2, DRAM idle
     ("8b", "naive_tiles", "l2_hit_pct", ">=", 90.0), ("8b", "naive_tiles", "dram_pct", "<=", 20.0),
-    # exercise 9.P (grader/profiling/diagnose.py, accumulator-promotion): the rung below does the promotions'
+    # exercise 9.P (grader/profiles/diagnose.py, accumulator-promotion): the rung below does the promotions'
     # fp32 work four times over, and its tensor cores are busy less of the time
     ("9b", "solution", "tensor_pipe_pct", ">=", 20.0),
     # exercise 7.P (a): one block per SM on chip, two for the solution
@@ -232,9 +232,9 @@ def record_trace(notebook: Path, exercise: str, size: str | None, dest: Path) ->
 
 def show_diagnose_cases(recorded_here: dict, slug: str) -> int:
     """Every diagnose case whose rungs this run recorded: which constraints its numbers show (exactly its key,
-    as tests/profiling/test_diagnose.py asks). Returns how many cases show something else."""
+    as tests/profiles/test_diagnose.py asks). Returns how many cases show something else."""
     from grader import chapters
-    from grader.profiling import diagnose
+    from grader.profiles import diagnose
 
     wrong = 0
     for name in chapters.names():

@@ -5,7 +5,7 @@
     python assets/results/timing-integrity/where_the_gap_is.py --timeline DIR > timeline.txt   (no GPU needed)
     python assets/results/timing-integrity/where_the_gap_is.py --summary DIR > summary.txt     (no GPU needed)
 
-Part A times grader.isolation.facts.run_batch directly (batches of 0, 16 and 64 calls of chapter 1's 1b solution),
+Part A times grader.calls.facts.run_batch directly (batches of 0, 16 and 64 calls of chapter 1's 1b solution),
 before and after one traced call (torch.profiler, as every checked launcher call is traced), to see whether a
 process that has traced once keeps paying for it. Parts B and C grade three speed cells through `measure_speed`, in
 this process (as a notebook and `ladder check` do) and in a grader worker (as `ladder grade` does), with the probe
@@ -72,8 +72,8 @@ def part_a() -> None:
 
     from grader.chapters import ch01
     from grader.harness import correctness
-    from grader.isolation import facts
-    from grader.isolation.messages import CallPolicy
+    from grader.calls import facts
+    from grader.calls.messages import CallPolicy
     from grader.harness.calibration import rungs
 
     rung = next(r for r in rungs(["ch01"]) if r.label.startswith("1b fused"))

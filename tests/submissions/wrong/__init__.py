@@ -89,7 +89,7 @@ copy_kernel = load_kernel(COPY_SRC, "copy_out", where="COPY_SRC")
 # ------------------------------------------------------------------ the timing cheats' shared piece
 
 # What a learner who has read the grader's source adds to find out whether a call is timed: the frame of the
-# grader's timed batch (grader.isolation.facts.run_batch) on the stack, or None. Its locals hold `reps`.
+# grader's timed batch (grader.calls.facts.run_batch) on the stack, or None. Its locals hold `reps`.
 FIND_TIMED_BATCH = """
 import sys
 

@@ -10,7 +10,7 @@ CHAPTER_DIR = "05_triton_matmul"
 CELLS = {
     "matmul-solution": ch05_naive_matmul_cell(FIND_TIMED_BATCH + '''
 
-import grader.isolation.facts as _facts
+import grader.calls.facts as _facts
 
 
 def matmul(a, b, out):

@@ -1,5 +1,5 @@
 """5a written as the naive kernel, plus a cell that replaces the grader's whole clock object
-(`grader.isolation.facts.CLOCKS`) with one of its own, whose event reader halves every interval and
+(`grader.calls.facts.CLOCKS`) with one of its own, whose event reader halves every interval and
 whose host clock runs at half speed. Nothing of torch or `time` is touched, and the object has every
 attribute the grader reads. It must be rejected as tampering on both paths, before any timing: the
 watch notes the identity of every module-level object of the grader."""
@@ -10,7 +10,7 @@ CELLS = {
     "matmul-solution": ch05_naive_matmul_cell('''
 import time
 
-import grader.isolation.facts as _facts
+import grader.calls.facts as _facts
 
 
 class _HalfClocks:

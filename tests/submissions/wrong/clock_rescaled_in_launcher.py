@@ -1,5 +1,5 @@
 """5a written as the naive kernel (correct, below the bar), plus four lines in its launcher that reach
-the grader's stored CUDA-event reader (`CLOCKS.elapsed` in grader.isolation.facts, an attribute of a
+the grader's stored CUDA-event reader (`CLOCKS.elapsed` in grader.calls.facts, an attribute of a
 module-level object) and scale every interval it reads by 0.82, on the launcher's first call. Timed
 from the learner's own process, the batches look 18% shorter. The grader's watch covers module-level
 objects and their attributes, so the replaced reader is named after the very call that replaced it;
@@ -10,7 +10,7 @@ from submissions.wrong import ch05_naive_matmul_cell
 CHAPTER_DIR = "05_triton_matmul"
 CELLS = {
     "matmul-solution": ch05_naive_matmul_cell('''
-import grader.isolation.facts as _facts
+import grader.calls.facts as _facts
 
 
 def matmul(a, b, out):

@@ -6,7 +6,7 @@ into `out` with its own kernel. Every value is right and every timed call launch
 call launches, and its own kernels (the tile and the copy) keep the device busy for more than a sliver of a
 checked call's time. It must be rejected as not using its kernel, on both paths: in the traced batch after
 the timing its matmul kernel runs on a couple of thread blocks per call, where a checked call of the same
-shape ran hundreds (grader.isolation.rules.enforce_work)."""
+shape ran hundreds (grader.calls.rules.enforce_work)."""
 from submissions.wrong import CH05, CH05_LAUNCH, FIND_TIMED_BATCH, TRITON_COPY_KERNEL, edited, notebook_cell
 
 CHAPTER_DIR = CH05

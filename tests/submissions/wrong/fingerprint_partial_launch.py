@@ -4,7 +4,7 @@ its own kernel copies the kept product into `out`. Every value is right, every t
 expected kernels and does an eighth of the work, timed at one and a half to two and a half times the tensor
 cores' peak on an H100: too close to the physical limit's allowance (2x the measured torch.mm ceiling) to
 be rejected by it every time. It must be rejected on both paths as not using its kernel: the matmul kernel
-runs an eighth of the thread blocks a checked call of the same shape ran (grader.isolation.rules.enforce_work)."""
+runs an eighth of the thread blocks a checked call of the same shape ran (grader.calls.rules.enforce_work)."""
 from submissions.wrong import edited
 from submissions.wrong.fingerprint_fake_launch import CELLS as _ONE_TILE
 

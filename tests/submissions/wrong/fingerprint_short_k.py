@@ -6,7 +6,7 @@ The time it lands at is about twice the tensor cores' rate, across the physical 
 (it passed that limit in one run of several on an H100: assets/results/exploits/suite-h100x4). It must be
 rejected as not using its kernel on both paths: a checked call on fresh inputs right after the traced batches,
 at the clock they ran at, runs the matmul kernel four to six times as long
-(grader.isolation.rules.WARM_WORK_FRACTION)."""
+(grader.calls.rules.WARM_WORK_FRACTION)."""
 from submissions.wrong import edited
 from submissions.wrong.fingerprint_fake_launch import CELLS as _ONE_TILE
 

@@ -6,7 +6,7 @@ runs every kernel a checked call ran on as many thread blocks, for an eighth of 
 sixteenth a checked call on a GPU still ramping up from idle needs allowed), and the time lands near torch.mm's,
 well under what a GPU can do. It must be rejected as not using its kernel on both paths: a checked call on fresh
 inputs right after the traced batches, at the clock they ran at, runs the kernel eight times as long
-(grader.isolation.rules.WARM_WORK_FRACTION)."""
+(grader.calls.rules.WARM_WORK_FRACTION)."""
 from submissions.wrong import CH05, FIND_TIMED_BATCH, TRITON_COPY_KERNEL, ch05_naive_matmul_cell
 
 CHAPTER_DIR = CH05

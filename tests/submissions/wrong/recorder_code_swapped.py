@@ -1,7 +1,7 @@
 """5a's launcher computes with `torch.mm` into a temporary and copies it into `out` with its own Triton
 kernel (as `library_compute` does), and its cell blinds the two recorders that would see it without
-replacing either: it swaps the code inside `grader.isolation.facts._touches` (the torch-op recorder's
-test "does this op touch the grader's tensors?") and inside `grader.isolation.foreign.foreign_kernels`
+replacing either: it swaps the code inside `grader.calls.facts._touches` (the torch-op recorder's
+test "does this op touch the grader's tensors?") and inside `grader.calls.foreign.foreign_kernels`
 (the device trace's "which kernels are not yours?") for code that always answers "no" and "none".
 Both functions keep their identity, which is all the grader's watch once compared. It now compares
 every watched function's code object too: rejected as tampering on both paths, before any call."""
@@ -12,8 +12,8 @@ _SOLUTION = notebook_cell(CH05, "matmul-solution")
 CELLS = {
     "matmul-solution": _SOLUTION[:_SOLUTION.index("\ndef matmul(a, b, out):")] + TRITON_COPY_KERNEL + '''
 
-import grader.isolation.facts as _facts
-import grader.isolation.foreign as _foreign
+import grader.calls.facts as _facts
+import grader.calls.foreign as _foreign
 
 
 def _never(storages, values):

@@ -4,7 +4,7 @@ the functions named below, with time.perf_counter_ns (CLOCK_MONOTONIC: one clock
 LADDER_PROBE_DIR/probe-PID.log.
 
 It uses sys.monitoring (PEP 669) rather than wrapping the functions: nothing of the grader is replaced, so the
-grader's own watch (grader.isolation.facts.Watch) sees what it always sees, and functions not named cost one
+grader's own watch (grader.calls.facts.Watch) sees what it always sees, and functions not named cost one
 callback each, once (DISABLE switches the event off at that code location).
 """
 import os

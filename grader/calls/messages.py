@@ -3,7 +3,7 @@
 The verifier sends the worker requests (`Prepare`, `Load`, `Describe`, `Call`, `Bind`, `Batch`, `Quit`);
 the worker answers each with one reply (`Prepared`, `Loaded`, `Described`, `Called`, `Bound`, `Batched`)
 or a `Failed`, and nothing else: `REPLIES` says which reply each request takes. What the learner's code did during a call travels as `Facts`; the in-process path
-(grader.isolation.seam) gathers the very same `Facts`, and grader.isolation.rules judges them the same
+(grader.calls.seam) gathers the very same `Facts`, and grader.calls.rules judges them the same
 way on both paths. The verifier's verdict on a test cell goes back to `ladder grade` as a `Verdict`.
 
 The verifier unpickles the worker's replies with a short list of allowed classes (grader.isolation.
@@ -62,7 +62,7 @@ class Facts:
     recorded: list[RecordedKernel] = field(default_factory=list)   # with CallPolicy.record
     configs: list[str] = field(default_factory=list)       # with CallPolicy.config_pick: what each autotuned launch ran
     tuned: bool = False                                    # an autotuner timed its configurations in this call
-    # Device-side accounting (grader.cuda.trace, grader.isolation.foreign): the learner's own kernel
+    # Device-side accounting (grader.cuda.trace, grader.calls.foreign): the learner's own kernel
     # launches that ran, by name; Triton kernels launched from installed packages (not the learner's
     # cells or files); and what the device executed, or why it was not traced.
     own_launches: dict[str, int] = field(default_factory=dict)
@@ -87,7 +87,7 @@ class BatchFacts(Facts):
 class Prepare:
     """Before any learner code: import the chapters and take the identities the learner must leave alone.
     The verifier then times empty requests on the grader's own empty batch (`EMPTY_BATCH`), its
-    reference for what a request costs a worker no learner code has touched (grader.isolation.trusted)."""
+    reference for what a request costs a worker no learner code has touched (grader.calls.trusted)."""
 
 
 EMPTY_BATCH = 0   # the bound batch id every worker holds from its start: no function, no tensors

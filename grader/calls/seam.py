@@ -1,10 +1,10 @@
 """The one seam between the grader's checks and the learner's function.
 
 Every check reaches the learner's launcher through a `LearnerFunction`, wherever that launcher
-runs, and nothing outside this package asks where. Its operations:
+runs, and nothing but this module and grader.isolation asks where. Its operations:
 
 - `call(*args, noop=...)`: one call (a launcher writes into the grader's `out`); the rules of
-  grader.isolation.rules are enforced on what it did before the result is returned;
+  grader.calls.rules are enforced on what it did before the result is returned;
 - `batch(argsets, after_batch)`: timed batches of calls, for the timing backend, with sampled re-checks,
   and one traced batch (grader.cuda.trace) for the speed report;
 - `launches(*args)`: the CUDA kernels a call would launch (recorded, never run);
@@ -18,7 +18,7 @@ runs, and nothing outside this package asks where. Its operations:
 
 Two implementations: `LocalFunction`, the learner's function in this process (a notebook cell,
 `ladder check`), and `RemoteFunction` (grader.isolation.remote), a stand-in for a function that runs
-in the grader's worker (`ladder grade`). Both gather the same facts (grader.isolation.facts) and apply
+in the grader's worker (`ladder grade`). Both gather the same facts (grader.calls.facts) and apply
 the same rules, here, in the base class. `as_learner(fn)` gives the seam for whatever a check was
 handed: a RemoteFunction as it is, a plain function wrapped in a LocalFunction.
 """
@@ -36,12 +36,13 @@ from ..errors import CheckFailed, KernelLaunchError
 from ..learner.errors import translate
 from . import facts as gather
 from . import rules
+from .contender import Contender
 from .messages import BatchFacts, CallPolicy, Facts, RecordedKernel
-from .trusted import Overhead, TimedRequest, clean_request_ms
+from .trusted import Overhead, TrustedTiming, clean_request_ms
 
 # This process's clock, taken when the grader is imported: in the verifier, which runs no learner code,
 # and in a notebook, in its setup cell, before the answers. The time a verdict rests on is read from it
-# (grader.isolation.trusted).
+# (grader.calls.trusted).
 NOW = time.perf_counter
 
 
@@ -99,7 +100,7 @@ class LearnerFunction:
         raise NotImplementedError
 
     def _overhead(self, argsets: list[tuple]) -> Overhead:
-        """What this process can vouch for about a timed request's fixed cost (grader.isolation.trusted)."""
+        """What this process can vouch for about a timed request's fixed cost (grader.calls.trusted)."""
         raise NotImplementedError
 
     # What the process that times the learner's calls can and cannot see: one line in every speed report.
@@ -186,15 +187,14 @@ class LearnerFunction:
         return Batch(self, argsets, after_batch)
 
 
-class Batch:
+class Batch(Contender):
     """Learner calls timed in batches where the learner's function runs, checked by the same rules.
 
     `timed_batch(reps)` asks for `reps` calls in a row (rotating through the argument sets) and returns
     the time this process's own clock saw for the request, less what the same request with zero calls
-    costs (grader.isolation.trusted): the figure a verdict rests on. The CUDA events the running process
-    recorded around the calls (the second after a device-wide synchronize, so work on any stream is
-    inside) must agree with it in at least one batch of every round, or the timing fails as
-    `timer-mismatch` (`note_round`). Every timed call must launch every
+    costs: the figure a verdict rests on. `trusted` (grader.calls.trusted.TrustedTiming) keeps every
+    request and judges the CUDA events the running process recorded around the calls (the second after a
+    device-wide synchronize, so work on any stream is inside) against it. Every timed call must launch every
     kernel a checked call of the same shape launched; `after_batch` re-checks a sample.
     """
 
@@ -216,55 +216,32 @@ class Batch:
                     low = self.checked.get(name, (us, blocks))
                     self.checked[name] = (min(low[0], us), min(low[1], blocks))
         self.bound = fn._bind(self.argsets)
-        self.overhead = fn._overhead(self.argsets)
-        self.requests: list[TimedRequest] = []   # every timed (untraced) request, for records and reports
+        self.trusted = TrustedTiming(fn._overhead(self.argsets), on_gpu=has_gpu())
         self.traced_work: list[tuple[dict | None, int]] = []   # per traced batch: own_kernel_work, and its calls
         self.batches = 0
-        self.last_round_ms: float | None = None   # see note_round
-        self.last_round_mhz: float | None = None  # the SM clock during that round, where NVML reads it
-        self._clock_mhz: list[int] = []
-        # Per round, what the events recorded where the calls ran say per call (the claim the trusted time is
-        # checked against; for records of how far the two lie apart).
-        self.event_rounds_ms: list[float] = []
-        self._round_start = 0
-        self.on_gpu = has_gpu()
 
     @property
     def process_id(self) -> int:
         return self.fn.process_id
 
+    @property
+    def last_round_ms(self) -> float | None:
+        return self.trusted.last_round_ms
+
     def timed_batch(self, reps: int) -> float:
-        """Milliseconds for `reps` calls, as this process measured them (grader.isolation.trusted)."""
+        """Milliseconds for `reps` calls, as this process measured them (grader.calls.trusted)."""
         what = f"`{self.fn.name}` (timed runs)"
         self._empty_request(what)
         facts, wall_ms = self._request(reps, traced=False, what=what)
-        request = TimedRequest(reps, wall_ms, facts.event_ms, self.overhead.credited_ms(), self.overhead.measured_ms())
-        self.requests.append(request)
+        request = self.trusted.add(reps, wall_ms, facts.event_ms)
         self._after(reps)
         return request.trusted_ms
 
     def note_round(self, ms_per_call: float) -> None:
-        """The timing backend's median time per call in the latest round (untraced, trusted)."""
-        self.last_round_ms = ms_per_call
-        self.last_round_mhz = sum(self._clock_mhz) / len(self._clock_mhz) if self._clock_mhz else None
-        self._clock_mhz = []
-        timed = self.requests[self._round_start:][-3:]   # the round's batches (its warm-up call left out)
-        self._round_start = len(self.requests)
-        if timed:
-            per_call = sorted(r.event_ms / r.reps for r in timed)
-            self.event_rounds_ms.append(per_call[len(per_call) // 2])
-        # The events are the cross-check. One batch may stray from the trusted time on its own: a thread or a
-        # process woken late costs a request a few milliseconds now and then (up to 11 ms in about one request
-        # in 25 on an H100, assets/results/timing-integrity/), which the round's median absorbs. Events rescaled
-        # where the calls run stray in every batch: a round in which every batch disagrees fails.
-        if len(timed) == 3 and all(not r.agrees() for r in timed) and self.on_gpu:
-            worst = sorted(timed, key=lambda r: abs(r.event_ms - r.trusted_ms))[1]   # the round's median
-            rules.enforce_agreement(worst, f"`{self.fn.name}` (timed runs)", self.overhead.describe())
+        self.trusted.end_round(ms_per_call, f"`{self.fn.name}` (timed runs)")
 
     def note_clock(self, state) -> None:
-        """The SM clock read after one of this round's batches (grader.cuda.clocks)."""
-        if state.readable and state.sm_mhz:
-            self._clock_mhz.append(state.sm_mhz)
+        self.trusted.note_clock(state)
 
     def traced_batch(self, reps: int) -> BatchFacts:
         """One batch with the device traced: what ran and for how long, for the speed report and the
@@ -296,7 +273,7 @@ class Batch:
         """The same request with zero calls, timed just before: its cost is what the next request's wall
         time holds besides the calls (sending, copies, facts, the reply)."""
         facts, wall_ms = self._timed_request(0, False)
-        self.overhead.empties.append(wall_ms)
+        self.trusted.note_empty(wall_ms)
         rules.enforce(facts, what, launcher=False)
 
     def _request(self, reps: int, traced: bool, what: str) -> tuple[BatchFacts, float]:

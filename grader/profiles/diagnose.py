@@ -1,13 +1,13 @@
 """Graded "diagnose" exercises: read two recorded profiles, name what binds the first, name the next rung.
 
 A case shows the signatures of two rungs of one exercise, recorded on an H100 or, where the case says so,
-an H200 (grader.profiling.recorded: no GPU and no Nsight Compute needed), and asks for two answers: the
+an H200 (grader.profiles.recorded: no GPU and no Nsight Compute needed), and asks for two answers: the
 **binding constraint** of the first rung, one of CONSTRAINTS, and the **next rung**, one of the case's
 choices. Each chapter keeps its cases as data (`DIAGNOSE` in grader/chapters/chNN.py: one case, or a tuple
 of cases that one `diagnosis()` answers in order) and checks a learner's `diagnosis()` with `judge`.
 
 Every constraint comes with the rule by which a profile shows it (`evidence`), so that a case's answer key
-is checked against the recorded numbers (tests/profiling/test_diagnose.py): a case cannot name a
+is checked against the recorded numbers (tests/profiles/test_diagnose.py): a case cannot name a
 constraint its own profile does not show. A kernel's counters say what binds the kernel while it runs;
 when the GPU waits for the host most of a call, they say nothing about the call, so every kernel-level
 rule holds only for a rung that keeps the GPU busy.
@@ -196,7 +196,7 @@ def show(diagnose: Case | tuple[Case, ...]) -> str:
             lines += [f"  {r}: {recorded.describe(case.exercise, r, case.folder)}" for r in (case.rung, case.beside)]
             lines += ["", recorded.table(case.exercise, case.folder, only=(case.rung, case.beside))]
         else:
-            # Only until a case's recording is in place: tests/profiling/test_diagnose.py fails meanwhile.
+            # Only until a case's recording is in place: tests/profiles/test_diagnose.py fails meanwhile.
             lines = [f"{what}. (The profiles of `{case.rung}` and `{case.beside}` are not recorded in this copy of "
                      f"the course yet: assets/profiles/{case.folder}/{case.exercise}/ is recorded on an {case.folder} "
                      "by `assets/results/gpu_measure.sh` and shipped with the chapter.)"]

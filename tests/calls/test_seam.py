@@ -1,4 +1,4 @@
-"""The seam (grader.isolation.seam): the learner's function in this process (`LocalFunction`) and in
+"""The seam (grader.calls.seam): the learner's function in this process (`LocalFunction`) and in
 the grader's worker (`RemoteFunction`) gather the same facts and reach the same verdict, call by call.
 The launchers below are the learner's cells, run through grader.learner.code on both sides; each
 "kernel" is a launch through grader.cuda.launches, as a Triton kernel's would be, so that this runs
@@ -13,7 +13,7 @@ import pytest
 
 from grader.cuda.tally import Tally
 from grader.errors import CheckFailed, LadderError
-from grader.isolation import messages
+from grader.calls import messages
 from grader.learner.code import KernelOutcome, run_cell
 
 CELL = r'''
@@ -97,7 +97,7 @@ def _verdict(fn, *args, **kwargs):
 def both():
     """{"local": {name: LocalFunction}, "remote": {name: RemoteFunction}}, from the same cell."""
     from grader.isolation.remote import RemoteFunction, WorkerHandle
-    from grader.isolation.seam import as_learner
+    from grader.calls.seam import as_learner
 
     ns: dict = {}
     assert run_cell("launchers", CELL, ns) == []
@@ -202,8 +202,8 @@ def test_a_tampered_process_is_refused_before_any_check(monkeypatch):
     that would stop early (no GPU, a stub) still says `tampered`."""
     import time
 
-    from grader.isolation import facts
-    from grader.isolation.seam import as_learner
+    from grader.calls import facts
+    from grader.calls.seam import as_learner
 
     facts.start_watching(again=True)
     monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
@@ -221,7 +221,7 @@ def test_a_module_imported_after_watching_began_is_watched_too():
     code = r'''
 import os, functools
 os.environ["TRITON_INTERPRET"] = "1"
-from grader.isolation import facts
+from grader.calls import facts
 facts.start_watching()
 import triton.testing
 assert facts.tampered() == [], facts.tampered()
@@ -250,8 +250,8 @@ def test_watching_a_launchers_torch_ops_does_not_import_dynamo():
 
     probe = (
         "import sys, torch\n"
-        "from grader.isolation import facts\n"
-        "from grader.isolation.messages import CallPolicy\n"
+        "from grader.calls import facts\n"
+        "from grader.calls.messages import CallPolicy\n"
         "x = torch.ones(4)\n"
         "call = facts._Call(CallPolicy(), (x,))\n"
         "with facts._op_recorder(call):\n"

@@ -21,7 +21,7 @@ A verdict from ahead is used only where it is the verdict the check gives when i
 - it neither crashed nor ran out of time, which a neighbour (memory, CPU) could have caused.
 
 Correctness, out-of-bounds writes, memory use, tensor-core counts and the rules of
-grader.isolation.rules do not depend on what else runs on the GPU. Checks of one student run ahead
+grader.calls.rules do not depend on what else runs on the GPU. Checks of one student run ahead
 together, never two students' (grader.classgrade grades one student per GPU).
 """
 
@@ -52,7 +52,7 @@ class ChecksAhead:
     """The graded checks of one notebook, started ahead of its execution in the notebook's order, in the run's
     sessions (grader.isolation.isolate.CheckSessions): as many at once as it has sessions, each check in an idle
     session, the one whose worker ran the most of its cells, and in one of the machine's check slots
-    (grader.notebooks.slots), shared with the other students graded on this machine at once.
+    (grader.isolation.slots), shared with the other students graded on this machine at once.
 
     A check ahead whose verdict cannot stand (a speed check, deferred because it would time) leaves its session
     reserved: the notebook checks that cell again, with the GPU to itself, in that session, whose worker ran

@@ -1,4 +1,4 @@
-"""The "diagnose" exercises (grader/profiling/diagnose.py, one or more cases per chapter): every answer key is
+"""The "diagnose" exercises (grader/profiles/diagnose.py, one or more cases per chapter): every answer key is
 shown by the recorded profiles it is about, and only that constraint is; the check accepts the key and
 says where to look otherwise."""
 
@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 from grader import chapters
 from grader.errors import CheckFailed, NotImplementedYet
-from grader.profiling import diagnose, recorded
+from grader.profiles import diagnose, recorded
 
 CHAPTERS = [name for name in chapters.names() if hasattr(chapters.module(name), "DIAGNOSE")]
 CASES = {case.key: case for name in CHAPTERS for case in diagnose.cases(chapters.module(name).DIAGNOSE)}

@@ -1,5 +1,5 @@
 """Which kernels that ran inside a learner's call were not the learner's: the data behind the
-`library-compute` rule (grader.isolation.rules).
+`library-compute` rule (grader.calls.rules).
 
 A kernel is the learner's when the launch hooks (grader.cuda.launches) saw the learner's code launch
 it, by name, at least as many times as the device trace (grader.cuda.trace) saw it run: CUDA C

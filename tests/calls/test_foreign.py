@@ -1,4 +1,4 @@
-"""The `library-compute` rule on device traces (grader.isolation.foreign, grader.isolation.rules):
+"""The `library-compute` rule on device traces (grader.calls.foreign, grader.calls.rules):
 every kernel that ran inside a learner's call must be one the learner's code launched, or a fill or
 copy. The traces were recorded on an H100 (tests/cuda/traces/)."""
 
@@ -12,9 +12,9 @@ import pytest
 
 from grader.cuda import trace
 from grader.errors import CheckFailed
-from grader.isolation import facts as gather
-from grader.isolation import foreign, rules
-from grader.isolation.messages import Facts
+from grader.calls import facts as gather
+from grader.calls import foreign, rules
+from grader.calls.messages import Facts
 
 TRACES = Path(__file__).parents[1] / "cuda" / "traces"
 
@@ -196,7 +196,7 @@ def test_a_trace_counts_every_run_s_thread_blocks():
 def test_the_work_a_timed_call_is_held_to_comes_from_checked_calls_of_its_shape():
     import torch
 
-    from grader.isolation import seam
+    from grader.calls import seam
 
     fn = seam.LocalFunction(lambda a, out: None, "f")
     a, out = torch.zeros(8), torch.zeros(8)
@@ -230,7 +230,7 @@ def test_timed_calls_are_held_to_a_checked_call_made_right_after_them():
 def test_a_batch_compares_every_traced_batch_with_the_warm_call_on_its_required_kernels():
     import torch
 
-    from grader.isolation import seam
+    from grader.calls import seam
 
     fn = seam.LocalFunction(lambda a, out: None, "matmul")
     a, out = torch.zeros(8), torch.zeros(8)
@@ -258,7 +258,7 @@ def test_the_warm_checked_call_runs_on_inputs_no_timed_call_saw():
     from grader.chapters import ch01
     from grader.cuda.trace import DeviceOp, DeviceTrace
     from grader.harness import exercise
-    from grader.isolation import seam
+    from grader.calls import seam
 
     from conftest import torch_kernel
 

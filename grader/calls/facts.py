@@ -6,7 +6,7 @@ operations it ran on the grader's tensors, the threads it left running, the pers
 reserved, whether it replaced parts of torch, Triton, the clock or the grader, which Triton kernels
 came from installed packages, every kernel the device executed meanwhile (grader.cuda.trace; launcher
 calls, no-op probes and traced batches), and on request its peak memory, its tensor-core work or the
-kernels it would launch. grader.isolation.rules turns the
+kernels it would launch. grader.calls.rules turns the
 facts into verdicts; nothing here decides.
 
 References to the clock, the CUDA events and synchronize are taken when this module is imported,
@@ -66,7 +66,7 @@ class Watch:
     the grader and its attributes (the clock and event reader in `CLOCKS`, this watch itself, the
     trace's state), and the contents of module-level constants (UPPER_CASE sets and lists: the
     allow-lists). In the worker the verifier does not rely on any of it for the time it judges
-    (grader.isolation.trusted); it catches what can be caught where the learner's code runs."""
+    (grader.calls.trusted); it catches what can be caught where the learner's code runs."""
 
     def __init__(self):
         # (name shown, the object holding it, the attribute, the value it held): one getattr per entry to
@@ -535,7 +535,7 @@ def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = 
     `traced`, the device is traced and what the calls print is counted (for the speed report: tracing
     slows the device, so a traced batch's time never makes a verdict). Without `on_device` the GPU is left
     alone (an empty request timed before any learner code, which must not start CUDA in the worker:
-    grader.isolation.trusted)."""
+    grader.calls.trusted)."""
     import torch
 
     CLOCKS.capture()
@@ -591,7 +591,7 @@ def run_batch(fn, argsets: list[tuple], kwargs: dict, reps: int, traced: bool = 
     # the original back when it is called leaves nothing for the watch to see afterwards.
     interfered = tracer.interfered
     if gpu and CLOCKS.elapsed is not _CAPTURED.get("elapsed"):
-        interfered = "the grader's event reader (grader.isolation.facts.CLOCKS.elapsed), as the batch's time was read"
+        interfered = "the grader's event reader (grader.calls.facts.CLOCKS.elapsed), as the batch's time was read"
     event_ms = CLOCKS.elapsed(start, end) if gpu else host_ms
     base = _facts(call, threads, procs, tracer.recorder, interfered, on_device=gpu)
     sets: dict[tuple, int] = {}

@@ -1,4 +1,4 @@
-"""The machine's check slots (grader.notebooks.slots): students graded at once on one machine share them, a
+"""The machine's check slots (grader.isolation.slots): students graded at once on one machine share them, a
 check waits for a free one and says how long, and a slot is free again when its holder ends."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from grader.notebooks import slots
+from grader.isolation import slots
 
 
 def test_a_check_waits_for_a_slot_and_the_wait_is_measured(monkeypatch, tmp_path):

@@ -1,10 +1,10 @@
 """Facts into verdicts: the rules every check applies, on every path, in a fixed order.
 
 Before any check, in the process that runs it: attributes of torch, Triton, the clock or the grader
-that the learner's cells replaced -> `tampered` (grader.isolation.seam.as_learner, the verifier, and
+that the learner's cells replaced -> `tampered` (grader.calls.seam.as_learner, the verifier, and
 `ladder check`'s probe around each graded cell in the notebook's kernel).
 
-After each call of the learner's function (grader.isolation.facts gathered what it did):
+After each call of the learner's function (grader.calls.facts gathered what it did):
 1. attributes of torch, Triton, the clock or the grader replaced -> `tampered`
 2. a kernel raised and the learner's code caught it and carried on -> `swallowed-error`
 3. a thread the call started still runs -> `stray-thread`; a process it started (detached or not) still runs ->
@@ -15,13 +15,13 @@ After each call of the learner's function (grader.isolation.facts gathered what 
 6. for kernel launchers: no kernel launched -> `kernel-unused`; torch computed on the grader's
    tensors -> `library-compute`; a kernel ran that the learner's code did not make (a Triton kernel
    from an installed package; on a GPU, any kernel in the device trace that the learner's own launches
-   do not account for, other than fills and copies: grader.isolation.foreign) -> `library-compute`;
+   do not account for, other than fills and copies: grader.calls.foreign) -> `library-compute`;
    the device trace, which works in this process, lost every one of the learner's kernels ->
    `tampered`
 After a batch of timed calls, also: a call that launched no kernel, or not every kernel a checked
 call of the same shape launched -> `kernel-unused`; GPU events longer than the asking process's own
-clock around the request, or straying from the trusted time (that clock, less the request's measured
-overhead: grader.isolation.trusted) by more than the overhead and jitter -> `timer-mismatch`; in a
+clock around the request -> `timer-mismatch` (and straying from the trusted time, that clock less the
+request's measured overhead, in every batch of a timing round: grader.calls.trusted); in a
 traced batch, the kernel rule of 6. After timing, calls timed untraced that were faster than the
 learner's own kernels kept the device busy in the traced batches right after, beyond tracing's own
 cost and the clock change between them -> `library-compute` (`enforce_traced_timing`).
@@ -37,7 +37,6 @@ from ..cuda.gpu import has_gpu
 from ..errors import CheckFailed, NotImplementedYet
 from . import foreign
 from .messages import BatchFacts, Facts
-from .trusted import TimedRequest
 
 
 def kernel_unused(what: str, how: str) -> CheckFailed:
@@ -98,7 +97,7 @@ def enforce(facts: Facts, what: str, launcher: bool, torch_ops: bool = False) ->
 
 
 def enforce_own_kernels(facts: Facts, what: str) -> None:
-    """Every kernel that ran must be the learner's own, or a fill or copy (grader.isolation.foreign)."""
+    """Every kernel that ran must be the learner's own, or a fill or copy (grader.calls.foreign)."""
     if facts.package_launches:
         names = ", ".join(f"`{n}`" for n in facts.package_launches[:3])
         raise CheckFailed(f"{what}: the Triton kernel {names}, defined in an installed package, ran inside it; "
@@ -157,7 +156,7 @@ def lost_trace(facts: Facts, what: str) -> None:
 # (assets/results/timing-integrity/), so a traced batch's busy time overstates the kernels by at most that;
 # the rest is the spread between one timing round and two traced batches, and the trusted time's own
 # error: the untraced figure is the asking process's clock less the median zero-call request
-# (grader.isolation.trusted), which ran up to 0.9 ms (2.25% of a 40 ms batch) below the events of nine
+# (grader.calls.trusted), which ran up to 0.9 ms (2.25% of a 40 ms batch) below the events of nine
 # requests in ten on an H100; an honest 8192^2 transpose on an H200 timed 0.2980 ms a call against 0.3203
 # ms traced, under the bound without this term. Where the SM clock is read (grader.cuda.clocks) the busy
 # time is scaled to the clock of the timing round; where it is not, clock changes must be allowed for
@@ -217,7 +216,7 @@ def enforce_work(batch: dict[str, tuple[float, int]] | None, checked: dict[str, 
                  reps: int, what: str, fraction: float = WORK_FRACTION, reference: str = "a checked call") -> None:
     """Each kernel a checked call of the same shape launched must, in a traced batch of `reps` calls, run per
     call at least the thread blocks it ran there and at least `fraction` of its device time
-    (grader.isolation.seam.Batch; `batch` and `checked` map a kernel's name to (microseconds, blocks)).
+    (grader.calls.seam.Batch; `batch` and `checked` map a kernel's name to (microseconds, blocks)).
     `reference` names the checked call in the message."""
     if batch is None or not checked or reps <= 0:
         return
@@ -269,18 +268,6 @@ def enforce_batch(facts: BatchFacts, what: str, reps: int, required: frozenset, 
         raise CheckFailed(f"{what}: the GPU's events report {facts.event_ms:.3f} ms for the batch, more than the "
                           f"{host_ms:.3f} ms the grader's own clock saw for the whole request: the timing was "
                           "interfered with.", reason="timer-mismatch")
-
-
-def enforce_agreement(request: TimedRequest, what: str, overhead: str) -> None:
-    """The events recorded where the calls ran against the time the asking process measured: they must
-    agree within what the request costs besides the calls, and a little jitter (grader.isolation.trusted)."""
-    if not request.agrees():
-        raise CheckFailed(
-            f"{what}: the batch of {request.reps} calls took {request.trusted_ms:.3f} ms by the grader's own clock "
-            f"(the request's {request.wall_ms:.3f} ms less its {request.overhead_ms:.3f} ms overhead), but the events "
-            f"recorded where your code runs say {request.event_ms:.3f} ms; they may differ by at most "
-            f"{request.allowed_gap_ms():.3f} ms ({overhead}). The timing was interfered with: the grader's clock "
-            "and events must be left as they are.", reason="timer-mismatch")
 
 
 # The reason code of an error a test cell raised, by the exception's class name: for errors that

@@ -1,7 +1,7 @@
 """The machine's slots for checks ahead, shared by every student graded on it at once.
 
 Why: each GPU worker of `ladder grade --gpus N` grades its own student, and runs that student's checks
-ahead of the notebook (grader.notebooks.ahead) as wide as a student graded alone (config.checks_at_once).
+ahead of the notebook (grader.isolation.ahead) as wide as a student graded alone (config.checks_at_once).
 Every check runs the learner's cells, in a session's processes that start Python and CUDA, and compiles the
 learner's kernels, CPU work all of it; four workers asked the CPUs for four times what one student does, each
 at its notebook's start, and every student slowed (a correct chapter-1 student: 14 s alone, 28-29 s with

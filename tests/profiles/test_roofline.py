@@ -1,4 +1,4 @@
-"""A roofline point (grader.profiling.roofline): where a profiled kernel sits, and which profiles cannot
+"""A roofline point (grader.profiles.roofline): where a profiled kernel sits, and which profiles cannot
 be placed (no DRAM bytes, no work, NaN counters), which must be left out rather than drawn at 0 or inf."""
 
 import math
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import matplotlib
 import pytest
 
-from grader.profiling.roofline import plot_roofline, point
+from grader.profiles.roofline import plot_roofline, point
 
 matplotlib.use("Agg")
 

@@ -1,4 +1,4 @@
-"""A notebook's graded checks run ahead of it (grader.notebooks.ahead), in the run's sessions, and give every cell
+"""A notebook's graded checks run ahead of it (grader.isolation.ahead), in the run's sessions, and give every cell
 the verdict and output it gets when each check runs as its cell is reached: a check that times is run again alone,
 and so is one whose learner cells did not end in the kernel as the check ahead assumed."""
 
