@@ -125,6 +125,8 @@ case "$step" in
     #                 together; what the time left is in OUT/queue-left.txt
     #   check10:NB    `check10 NB` (ladder check --repeat REPEAT, default 10), into OUT/laneN/check10-NAME
     #   stab:TARGETS  `stability` on NB:CELL targets (comma-separated), into OUT/laneN/stab-TIME
+    #   step:STEP:ARGS  any other step of this script with ARGS (comma-separated), into OUT/laneN/STEP-TIME, e.g.
+    #                 step:exploits:wrong, step:grading-time, step:class:1,1,01_vector_add, step:text-facts:check
     # An item not started or cut short is named in OUT/laneN/left.txt, to be given to the next call.
     end=$(( $(date +%s) + ${LANES_S:-560} )); lane=0
     if [[ " $* " == *exp:queue* ]]; then
@@ -155,6 +157,9 @@ case "$step" in
             stab:*) targets=${item#stab:}
                    timeout "$left" bash "$here/gpu_measure.sh" stability "$dir/stab-$began" ${targets//,/ } \
                      > "$dir/stab-$began.log" 2>&1 ;;
+            step:*) IFS=: read -r _ name args <<< "$item"
+                   timeout "$left" bash "$here/gpu_measure.sh" "$name" "$dir/$name-$began" ${args//,/ } \
+                     > "$dir/$name-$began.log" 2>&1 ;;
             *) echo "unknown lane item $item" >> "$dir/left.txt"; continue ;;
           esac
           code=$?; [ $code -eq 124 ] && echo "$item (cut short)" >> "$dir/left.txt"
@@ -167,6 +172,7 @@ case "$step" in
     for dir in "$out"/lane*; do
       echo "== ${dir##*/} $(cat "$dir/gpu.txt")"; cat "$dir/items.txt" "$dir"/cal-*/calibrate.txt "$dir/exp/exploits.txt" 2>/dev/null
       tail -qn 12 "$dir"/check10-*/check10.txt "$dir"/stab-*/stability.md 2>/dev/null
+      tail -qn 25 "$dir"/*-[0-9]*.log 2>/dev/null   # the last lines of each step:STEP item
       [ -e "$dir/left.txt" ] && { echo "left:"; cat "$dir/left.txt"; }
     done | tee "$out/lanes.txt"
     [ -s "$out/queue.txt" ] && { echo "left in the queue:"; cat "$out/queue.txt"; } | tee "$out/queue-left.txt"
