@@ -47,26 +47,6 @@ def require_own_gpu(what: str) -> None:
         raise NeedsOwnGPU(f"{what} needs the GPU to itself")
 
 
-# A speed check ahead goes on to its untimed correctness trial at the timing size only on a GPU with at
-# least this much memory: its inputs there (up to about 2 GiB with their guarded and pristine copies, for
-# chapters 1 and 7) must not crowd out the checks beside it. Where it may, it stops before them.
-ROOM_FOR_TIMING_INPUTS = 32 * 2**30
-
-
-def speed_check_ahead(what: str) -> None:
-    """At the start of a speed check. Alone on its GPU: nothing. Sharing it: on a GPU with room
-    (ROOM_FOR_TIMING_INPUTS), the check goes on to its correctness trial at the timing size, which
-    compiles what the check run alone will need (an autotuned kernel: every configuration, untimed:
-    grader.cuda.autotune.compile_every_config), and stops at the first timing; on a smaller GPU it stops now."""
-    if not _shared:
-        return
-    from .gpu import gpu_info
-
-    info = gpu_info()
-    if info is None or info.memory_bytes < ROOM_FOR_TIMING_INPUTS:
-        require_own_gpu(what)
-
-
 def note_deferred(what: str) -> None:
     """The worker said its call needed the GPU to itself (grader.isolation.remote)."""
     global _raised
