@@ -5,7 +5,8 @@ learner's cell, `ladder check`): which kernels the call launched and which of th
 operations it ran on the grader's tensors, the threads it left running, the persisting L2 cache it
 reserved, whether it replaced parts of torch, Triton, the clock or the grader, which Triton kernels
 came from installed packages, every kernel the device executed meanwhile (grader.cuda.trace; launcher
-calls, no-op probes and traced batches), and on request its peak memory, its tensor-core work or the
+calls, no-op probes and traced batches), what it would have timed on a GPU shared with other checks (an
+autotuner: grader.cuda.sharing), and on request its peak memory, its tensor-core work or the
 kernels it would launch. grader.calls.rules turns the
 facts into verdicts; nothing here decides.
 
@@ -217,6 +218,7 @@ class _Call:
         self.own: dict[str, int] = {}      # the learner's kernel launches that ran, by name
         self.package: list[str] = []       # Triton kernels launched from installed packages
         self.tuned = False                 # an autotuner timed its configurations (its cache missed)
+        self.needs_own_gpu = ""            # what would have timed on a GPU shared with other checks
         # Counted on a GPU by instrumented copies of the kernels, and without one by Triton's interpreter, which
         # counts its tl.dot calls (grader.cuda.interpreter): an interpreted kernel has nothing else to count.
         counts = has_gpu() or interpreter.interpreting()
@@ -253,10 +255,12 @@ class _Call:
             elif launch.kind == "autotune" and not from_package(launch.kernel):
                 # An autotuner would time its configurations: not on a GPU shared with other checks
                 # (grader.cuda.sharing), or which one it kept, and reused in later cells, would depend on them.
-                # Compiling them first costs the shared GPU nothing and spares the check run alone.
-                if sharing.shared():
+                # Compiling them first costs the shared GPU nothing and spares the check run alone. The fact is
+                # the call's (its verdict: rules.enforce); the exception only stops the call here.
+                if self.policy.shared_gpu:
                     autotune.compile_every_config(launch)
-                sharing.require_own_gpu(f"autotuning `{launch.name}`")
+                    self.needs_own_gpu = self.needs_own_gpu or f"autotuning `{launch.name}`"
+                    raise sharing.NeedsOwnGPU(f"{self.needs_own_gpu} needs the GPU to itself")
                 # A call in which the autotuner timed every configuration kept the device busy for all of them: its
                 # device time is not one call's, which the work rule of timed calls compares with (rules.enforce_work).
                 cache = getattr(launch.kernel, "cache", None)
@@ -442,7 +446,7 @@ def _facts(call: _Call, threads: set, procs: dict, recorder: "trace.Recorder | N
                  tensor_cores=call.tally,
                  recorded=[RecordedKernel(k.name, k.source, tuple(k.options), k.where) for k in call.recorded],
                  own_launches=dict(call.own), package_launches=list(call.package), device=device,
-                 configs=list(call.configs), tuned=call.tuned)
+                 configs=list(call.configs), tuned=call.tuned, needs_own_gpu=call.needs_own_gpu)
 
 
 class _Traced:
@@ -512,7 +516,9 @@ def run_call(fn, args: tuple, kwargs: dict, policy: CallPolicy):
         except BaseException as exc:  # noqa: BLE001 - the learner's code may raise anything
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            raise LearnerRaised(exc) from None
+            if not call.needs_own_gpu:
+                raise LearnerRaised(exc) from None
+            result = None   # stopped where it would have timed: its facts say so, whatever it raised on the way
         sync_or_broken()
     if policy.memory and gpu:
         peak = torch.cuda.max_memory_allocated() - before

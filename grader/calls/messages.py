@@ -34,6 +34,9 @@ class CallPolicy:
     # A correctness trial: an autotuned kernel runs its configuration number config_pick, untimed
     # (grader.cuda.autotune says why). None: the autotuner times its configurations as usual.
     config_pick: int | None = None
+    # The check shares its GPU with other checks (grader.cuda.sharing): an autotuner may not time its
+    # configurations, and the call's facts say it would have (Facts.needs_own_gpu).
+    shared_gpu: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class Facts:
     recorded: list[RecordedKernel] = field(default_factory=list)   # with CallPolicy.record
     configs: list[str] = field(default_factory=list)       # with CallPolicy.config_pick: what each autotuned launch ran
     tuned: bool = False                                    # an autotuner timed its configurations in this call
+    needs_own_gpu: str = ""                                # with CallPolicy.shared_gpu: what would have timed
     # Device-side accounting (grader.cuda.trace, grader.calls.foreign): the learner's own kernel
     # launches that ran, by name; Triton kernels launched from installed packages (not the learner's
     # cells or files); and what the device executed, or why it was not traced.
@@ -98,7 +102,6 @@ class Load:
     """Run these cells, after any an earlier check of the same session ran; a new check starts here."""
     cells: list[tuple[str, str]]                                   # (name, source) of the learner's cells
     outcomes: dict[str, KernelOutcome] = field(default_factory=dict)   # how each ended in the notebook's kernel
-    shared_gpu: bool = False   # this check runs beside others on its GPU (grader.cuda.sharing)
 
 
 @dataclass

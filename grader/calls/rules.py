@@ -33,6 +33,7 @@ so its wording is the same wherever it is found (here, and the harness's no-op p
 from __future__ import annotations
 
 from .. import config
+from ..cuda import sharing
 from ..cuda.gpu import has_gpu
 from ..errors import CheckFailed, NotImplementedYet
 from . import foreign
@@ -55,6 +56,8 @@ def tampered(replaced: list[str], what: str = "your notebook's cells") -> CheckF
 
 
 def enforce(facts: Facts, what: str, launcher: bool, torch_ops: bool = False) -> None:
+    if facts.needs_own_gpu:   # first: the call stopped there, and nothing else it did is the learner's verdict
+        sharing.defer(facts.needs_own_gpu)
     if facts.tampered:
         raise tampered(facts.tampered, f"{what}: your code")
     if facts.errors:

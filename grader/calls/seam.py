@@ -25,12 +25,14 @@ handed: a RemoteFunction as it is, a plain function wrapped in a LocalFunction.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import time
 from typing import Callable
 
 from .. import config
+from ..cuda import sharing
 from ..cuda.gpu import has_gpu
 from ..errors import CheckFailed, KernelLaunchError
 from ..learner.errors import translate
@@ -151,6 +153,8 @@ class LearnerFunction:
         torch may not compute); `noop`: every kernel launch is skipped; `config_pick`: a correctness
         trial, in which an autotuned kernel runs that one configuration (grader.cuda.autotune)."""
         policy = _policy or CallPolicy(launcher=launcher, noop=noop, config_pick=config_pick)
+        # Whether the check shares its GPU is the check's (grader.cuda.sharing); each call is told so.
+        policy = dataclasses.replace(policy, shared_gpu=sharing.shared())
         what = f"`{self.name}`"
         args = self.arguments(args)
         result, facts = self._run(args, kwargs, policy)

@@ -1,17 +1,23 @@
 """A check that shares its GPU with other checks of the same student: whatever it timed would be false.
 
 `ladder grade` and `ladder check --isolated` run a notebook's graded checks ahead of the notebook,
-several at once (grader/isolation/ahead.py), each told so by the message that starts it (the verifier by its
-`Job`, the worker by its `Load`: grader.calls.messages), which calls `set_shared`. Whether a
-kernel computes the right thing, writes out of bounds or allocates O(N) memory does not depend on what
-else runs on the GPU; how fast it runs does, and so does which configuration an autotuner would keep.
-So, in such a check, the first thing that would time anything (a timed batch, a ceiling's measurement,
-an autotuner timing its configurations) raises `NeedsOwnGPU`, and the check's verdict is "deferred": the
-notebook's executor runs that check again, alone on its GPU, when the notebook reaches its cell.
+several at once (grader/isolation/ahead.py), each told so by its `Job` (grader.calls.messages), whose
+verifier calls `set_shared`. Whether a kernel computes the right thing, writes out of bounds or allocates
+O(N) memory does not depend on what else runs on the GPU; how fast it runs does, and so does which
+configuration an autotuner would keep. So such a check's verdict is "deferred", never a grade, as soon as
+it would time anything: the notebook's executor runs that check again, alone on its GPU, when the notebook
+reaches its cell. Two places find it out:
+- the verifier's own code (a timed batch, a ceiling's measurement; a speed check's start on a GPU with little
+  memory: grader.harness.exercise.speed_check_ahead): `require_own_gpu`;
+- a call of the learner's code in the worker (an autotuner about to time its configurations): the call is
+  told by its `CallPolicy.shared_gpu`, stopped there, and its facts say so (`Facts.needs_own_gpu`:
+  grader.calls.facts), which grader.calls.rules.enforce turns into `defer` in the verifier. A fact of the
+  call comes back whatever the learner's code caught on the way.
 
-`NeedsOwnGPU` is a BaseException, and the module also remembers that it was raised, because the code
-between the raise and the verifier (a learner's launcher, a chapter's check) may catch exceptions: a
-check that timed nothing may be taken from a shared GPU, one that tried to may not.
+The verifier remembers that its check was deferred (`deferred()`), and its verdict is "deferred" whatever
+code between here and the verifier (a chapter's check, a test cell) made of `NeedsOwnGPU`: a check that
+timed nothing may be taken from a shared GPU, one that tried to may not. `NeedsOwnGPU` is a BaseException
+only so that it stops the check at once through the usual `except Exception`.
 """
 
 from __future__ import annotations
@@ -28,8 +34,8 @@ _shared = False
 
 
 def set_shared(shared: bool) -> None:
-    """Say whether the check starting now in this process shares its GPU: a session's verifier and worker serve
-    checks ahead and checks alone in turn."""
+    """Say whether the check starting now in this process shares its GPU: a session's verifier serves checks
+    ahead and checks alone in turn."""
     global _shared
     _shared = shared
 
@@ -39,42 +45,21 @@ def shared() -> bool:
     return _shared
 
 
-def require_own_gpu(what: str) -> None:
-    """Raise NeedsOwnGPU if this process's check shares its GPU; `what` names what would be timed."""
-    global _raised
-    if _shared:
-        _raised = _raised or what
-        raise NeedsOwnGPU(f"{what} needs the GPU to itself")
-
-
-# A speed check ahead goes on to its untimed correctness trial at the timing size only on a GPU with at
-# least this much memory: its inputs there (up to about 2 GiB with their guarded and pristine copies, for
-# chapters 1 and 7) must not crowd out the checks beside it. Where it may, it stops before them.
-ROOM_FOR_TIMING_INPUTS = 32 * 2**30
-
-
-def speed_check_ahead(what: str) -> None:
-    """At the start of a speed check. Alone on its GPU: nothing. Sharing it: on a GPU with room
-    (ROOM_FOR_TIMING_INPUTS), the check goes on to its correctness trial at the timing size, which
-    compiles what the check run alone will need (an autotuned kernel: every configuration, untimed:
-    grader.cuda.autotune.compile_every_config), and stops at the first timing; on a smaller GPU it stops now."""
-    if not _shared:
-        return
-    from .gpu import gpu_info
-
-    info = gpu_info()
-    if info is None or info.memory_bytes < ROOM_FOR_TIMING_INPUTS:
-        require_own_gpu(what)
-
-
-def note_deferred(what: str) -> None:
-    """The worker said its call needed the GPU to itself (grader.isolation.remote)."""
+def defer(what: str) -> None:
+    """This process's check would time `what` on a GPU it shares: remembered, and the check stops here."""
     global _raised
     _raised = _raised or what
+    raise NeedsOwnGPU(f"{what} needs the GPU to itself")
+
+
+def require_own_gpu(what: str) -> None:
+    """Defer this process's check if it shares its GPU; `what` names what would be timed."""
+    if _shared:
+        defer(what)
 
 
 def clear() -> None:
-    """Forget an earlier check's deferral (a verifier run in a process that judged one before: tests)."""
+    """Forget an earlier check's deferral (a session's verifier judges one check after another)."""
     global _raised
     _raised = None
 

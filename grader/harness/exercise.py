@@ -15,9 +15,8 @@ from typing import Any, Callable
 import torch
 
 from .. import config
-from ..cuda import clocks
+from ..cuda import clocks, sharing
 from ..cuda.gpu import free_gpu_bytes, gpu_info, gpu_or_reason
-from ..cuda.sharing import require_own_gpu, speed_check_ahead
 from ..errors import CheckFailed, KernelCompileError, LadderError, NoGPUError, NotImplementedYet
 from ..calls.rules import kernel_unused
 from ..calls.seam import LearnerFunction, as_learner, own_kernel_work
@@ -409,6 +408,24 @@ def _requirements(ex: Exercise, fn: LearnerFunction, label: str, when: str) -> N
                     raise with_stderr(exc, err) from None
 
 
+# A speed check ahead goes on to its untimed correctness trial at the timing size only on a GPU with at
+# least this much memory: its inputs there (up to about 2 GiB with their guarded and pristine copies, for
+# chapters 1 and 7) must not crowd out the checks beside it. Where it may, it stops before them.
+ROOM_FOR_TIMING_INPUTS = 32 * 2**30
+
+
+def speed_check_ahead(what: str) -> None:
+    """At the start of a speed check. Alone on its GPU: nothing. Sharing it (grader.cuda.sharing): on a GPU with
+    room (ROOM_FOR_TIMING_INPUTS), the check goes on to its correctness trial at the timing size, which compiles
+    what the check run alone will need (an autotuned kernel: every configuration, untimed:
+    grader.cuda.autotune.compile_every_config), and stops at the first timing; on a smaller GPU it stops now."""
+    if not sharing.shared():
+        return
+    info = gpu_info()
+    if info is None or info.memory_bytes < ROOM_FOR_TIMING_INPUTS:
+        sharing.require_own_gpu(what)
+
+
 def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) -> SpeedResult:
     speed_check_ahead(f"timing {ex.key}")
     size = size if size is not None else (ex.speed_size() if dev == "cuda" else ex.visible_sizes[-1])
@@ -417,7 +434,7 @@ def _measure(ex: Exercise, fn: LearnerFunction, bar, dev: str, backend, size) ->
     # checks (grader.cuda.sharing) this compiles what the timing needs, and an autotuner stops it there.
     one_trial(ex, fn, size, dev, what)
     # Timed beside other checks, nothing below would be true: stop before the timing's own inputs.
-    require_own_gpu(f"timing {ex.key}")
+    sharing.require_own_gpu(f"timing {ex.key}")
 
     gen, _ = correctness.fresh_generator(dev)
     inputs = ex.make_inputs(size, gen, dev)

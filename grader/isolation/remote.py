@@ -20,7 +20,7 @@ import time
 
 from .. import config, processes
 from ..cuda import sharing
-from ..errors import DEFERRED, CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
+from ..errors import CheckFailed, CheckTimedOut, WorkerCrashed, from_dict
 from ..calls.messages import (EMPTY_BATCH, REPLIES, Batch, Batched, Bind, Bound, Call, Called, Describe, Described, Failed,
                               Load, Loaded, Prepare, Quit, extends)
 from ..calls.seam import NOW, LearnerFunction
@@ -97,9 +97,6 @@ class WorkerHandle:
                     "frees the GPU. Look for a loop that never ends (a kernel loop bound that is never reached, "
                     "a `while` waiting on something) or a launch far larger than intended.")
         if isinstance(reply, Failed):
-            if reply.reason == DEFERRED:   # the worker's call would have timed on a shared GPU (grader.cuda.sharing)
-                sharing.note_deferred(reply.message)
-                raise sharing.NeedsOwnGPU(reply.message)
             exc = from_dict({"cls": reply.cls, "reason": reply.reason, "message": reply.message})
             if reply.crashed:
                 self.dead = "your code broke the GPU context of the process running it"
@@ -180,7 +177,7 @@ class WorkerHandle:
         new = [tuple(c) for c in cells[len(self.cells):]]
         new_outcomes = {name: outcomes[name] for name, _ in new if name in outcomes}
         self.called = set()   # each check's first call of a function may compile and autotune: the longer limit
-        reply = self.request(Load(new, new_outcomes, shared_gpu=sharing.shared()), config.first_call_timeout_s(),
+        reply = self.request(Load(new, new_outcomes), config.first_call_timeout_s(),
                              "running your notebook's cells")
         self.cells += new
         self.outcomes.update(new_outcomes)

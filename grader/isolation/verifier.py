@@ -71,9 +71,10 @@ def run(job: Job, worker_method: str = "spawn", private: tuple = (), handle=None
     verdict = _judge(job, worker_method, private, handle, ended)
     verdict.ended = ended
     if sharing.deferred():
-        # On a GPU shared with other checks (grader.cuda.sharing), something would have been timed. Whatever
-        # the check made of it (it may have caught NeedsOwnGPU on the way), the verdict is no verdict: the
-        # notebook's executor runs the check again with the GPU to itself.
+        # On a GPU shared with other checks (grader.cuda.sharing), something would have been timed: here, or in a
+        # call of the learner's code (a fact of the call, judged by rules.enforce). Whatever the check made of it
+        # (it may have caught NeedsOwnGPU on the way), the verdict is no verdict: the notebook's executor runs the
+        # check again with the GPU to itself.
         return Verdict(False, DEFERRED, f"{job.test_name}: {sharing.deferred()} needs the GPU to itself; checked "
                        "again when the notebook reaches the cell", seconds=verdict.seconds,
                        load_seconds=verdict.load_seconds, ended=verdict.ended)

@@ -19,8 +19,7 @@ import os
 import sys
 
 from .. import chapters, config
-from ..cuda import sharing
-from ..errors import DEFERRED, LadderError, as_dict
+from ..errors import LadderError, as_dict
 from ..learner.code import KernelOutcome, run_cell
 from ..learner.errors import translate
 from ..calls import facts as gather
@@ -53,13 +52,11 @@ class Worker:
 
     def load(self, msg: Load) -> Loaded:
         """A check starts: what an earlier check of the session left (its bound inputs and their native copies,
-        its results, a deferral) is let go, and the cells it adds run."""
+        its results) is let go, and the cells it adds run."""
         if not self.prepared:
             self.prepare()
         self.bound = {EMPTY_BATCH: self.bound[EMPTY_BATCH]}
         self.keep = []
-        sharing.clear()
-        sharing.set_shared(msg.shared_gpu)
         gc.collect()
         if self.has_gpu:
             self.torch.cuda.empty_cache()
@@ -152,8 +149,6 @@ class Worker:
             try:
                 handler = handlers.get(type(msg))
                 reply = handler(msg) if handler else Failed("CheckFailed", "failed", f"unknown request {msg!r}")
-            except sharing.NeedsOwnGPU:
-                reply = None   # answered below, whoever caught it on the way
             except gather.GPUBroken as exc:
                 self.conn.send(Failed("WorkerCrashed", "crashed", str(exc), crashed=True))
                 return  # the CUDA context is broken: nothing more can run in this process
@@ -163,8 +158,6 @@ class Worker:
                 reply = _failed(exc)
             except Exception as exc:  # a fault in the worker itself: report it, keep serving
                 reply = Failed("CheckFailed", "failed", f"the grader's worker failed: {type(exc).__name__}: {exc}")
-            if sharing.deferred():   # even if the learner's code caught NeedsOwnGPU, the call did not run as asked
-                reply = Failed("NeedsOwnGPU", DEFERRED, sharing.deferred())
             try:
                 self.conn.send(reply)
             except Exception as exc:  # e.g. an unpicklable result slipped through

@@ -98,33 +98,29 @@ def test_a_deferred_check_is_checked_again_alone_in_the_same_session(session, tm
     assert session.started == 1
 
 
-def test_a_new_check_lets_go_of_what_the_last_one_bound_and_says_whether_it_shares_the_gpu(monkeypatch):
-    """In the worker: a check starts with its `Load`, which drops the last check's bound inputs and results
-    and its deferral, and sets the sharing the new check asked for, even after the learner's setup pinned the
-    settings."""
+def test_a_new_check_lets_go_of_what_the_last_one_bound(monkeypatch):
+    """In the worker: a check starts with its `Load`, which drops the last check's bound inputs and results,
+    even after the learner's setup pinned the settings. (Whether a check shares its GPU is not the worker's to
+    remember: each call's policy says so, and what it would have timed comes back as a fact of that call:
+    tests/isolation/test_sharing.py.)"""
     import torch
 
     from grader import config
-    from grader.cuda import sharing
     from grader.isolation import worker
     from grader.calls import messages
 
     config.unpin()
     w = worker.Worker(conn=None, has_gpu=False)
     try:
-        w.load(messages.Load([("one", "def square(x):\n    return x * x\n")], shared_gpu=True))
+        w.load(messages.Load([("one", "def square(x):\n    return x * x\n")]))
         config.pin()   # as the learner's setup cell does
-        assert sharing.shared()
         w.bind(messages.Bind("square", [(torch.ones(4),)], {}))
         w.keep = [torch.ones(4)]
-        sharing.note_deferred("timing")
-        w.load(messages.Load([], shared_gpu=False))
+        w.load(messages.Load([]))
         assert list(w.bound) == [messages.EMPTY_BATCH] and w.keep == []
-        assert sharing.deferred() is None and not sharing.shared()
         assert w.ns["square"](3) == 9   # the cells an earlier check ran stay
     finally:
         config.unpin()
-        sharing.clear()
 
 
 # -- a notebook run's sessions (grader.isolation.isolate.CheckSessions) ------------------------------------------

@@ -1,6 +1,7 @@
 """A check run beside others on one GPU (grader.cuda.sharing) is deferred at the first thing it would time,
-on the verifier's side (timed batches, ceilings) and the worker's (an autotuner timing its configurations),
-even when code on the way catches the exception; a check that times nothing gives its usual verdict."""
+on the verifier's side (timed batches, ceilings) and the worker's (an autotuner timing its configurations, a
+fact of the call), even when code on the way catches the exception; a check that times nothing gives its
+usual verdict."""
 
 from __future__ import annotations
 
@@ -49,6 +50,24 @@ def test_timing_on_a_shared_gpu_raises_and_is_remembered(shared):
     sharing.set_shared(False)
     sharing.clear()
     assert len(CPUBackend(min_run_time_s=0.001).times_ms(lambda: None)) > 0 and sharing.deferred() is None
+
+
+def test_a_call_that_would_have_timed_defers_the_check_by_its_facts_whatever_the_verifier_was_told():
+    """The worker's fact (Facts.needs_own_gpu) is judged by the rule every call's facts pass (rules.enforce),
+    before any other rule, and remembered as the check's deferral."""
+    from grader.calls import rules
+    from grader.calls.messages import Facts
+
+    sharing.clear()
+    try:
+        with pytest.raises(sharing.NeedsOwnGPU):
+            rules.enforce(Facts(needs_own_gpu="autotuning `k`", tampered=["time.perf_counter"]), "`f`",
+                          launcher=True)
+        assert sharing.deferred() == "autotuning `k`"
+    finally:
+        sharing.clear()
+    rules.enforce(Facts(launches=["k"]), "`f`", launcher=True)   # no such fact: the call is judged as usual
+    assert sharing.deferred() is None
 
 
 def test_a_check_that_times_is_deferred_only_on_a_shared_gpu():
