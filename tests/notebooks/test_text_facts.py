@@ -1394,7 +1394,7 @@ def _printed_limiters(md: Path) -> dict[tuple[str, str], str]:
 def test_the_profiles_readme_names_every_limiter_the_h100_tables_printed_before_ties_were_named():
     """The H100 signature tables were printed when the limiter column named only the first of tied limits; the
     profiles README says which rows read differently now, and this holds that list to the CSV pages."""
-    from grader.profiling import recorded
+    from grader.profiles import recorded
 
     folder = ROOT / "assets" / "results" / "profiles"
     changed = set()
