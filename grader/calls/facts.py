@@ -385,7 +385,28 @@ def _stray_processes(before: dict) -> list[str]:
     library-compute on a GPU)."""
     now = _processes()
     torchs = processes.torchs_own(now.values())
-    return [p.describe() for key, p in now.items() if key not in before and p.alive and p.pid not in torchs]
+    return [p.describe() for key, p in now.items()
+            if key not in before and p.alive and p.pid not in torchs and not _ending(p)]
+
+
+# How long a process whose command line reads empty has to end before it counts as running.
+ENDING_S = 0.2
+
+
+def _ending(proc: "processes.Proc") -> bool:
+    """Whether `proc`, alive when listed, was ending: the kernel frees an exiting process's memory, its command line
+    with it, before the process becomes a zombie, and a daemon's first half listed as it exits read as "pid N ()" in
+    a suite run. Such a process is gone or a zombie within moments; one that cleared its own command line and runs
+    on is still a stray."""
+    if proc.command() not in ("", "?"):   # "?": gone before its command line was read
+        return False
+    deadline = time.monotonic() + ENDING_S
+    while time.monotonic() < deadline:
+        now = processes.read(proc.pid)
+        if now is None or now.started != proc.started or not now.alive:
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def _stray(before: set) -> list[str]:

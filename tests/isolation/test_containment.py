@@ -47,6 +47,29 @@ def _daemon_cell(mark: str, then: str = "") -> tuple[str, str]:
     """) + then)
 
 
+def test_a_process_listed_as_it_exits_is_not_a_stray_one_that_runs_on_is(monkeypatch):
+    """A process alive when listed whose command line then reads empty was exiting (its memory freed before it became
+    a zombie): not a stray once it is one. One that runs on with an empty command line still is."""
+    import subprocess
+    import sys
+
+    from grader import processes
+    from grader.calls import facts
+
+    monkeypatch.setattr(processes.Proc, "command", lambda self, limit=120: "")
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    exiting = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        listed = {p.pid: p for p in processes.children(os.getpid()) if p.pid in (running.pid, exiting.pid)}
+        assert len(listed) == 2, listed
+        exiting.wait()   # a zombie now, as the listed process became
+        assert facts._ending(listed[exiting.pid])
+        assert not facts._ending(listed[running.pid])
+    finally:
+        running.kill()
+        running.wait()
+
+
 def test_a_call_that_leaves_a_process_running_is_seen_one_that_waits_for_it_is_not(mark):
     """What `stray-process` rests on, in the process that runs the call (grader.calls.facts): a process the call
     started and left, detached or not, a daemon's second half included; not one it waited for, and not torch's own

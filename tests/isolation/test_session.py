@@ -132,7 +132,8 @@ def test_a_run_with_two_sessions_checks_two_cells_at_once(tmp_path):
 
     sessions = isolate.CheckSessions(2)
     cells = _cells(tmp_path / "ran.txt")
-    slow = PID + "import time\ntime.sleep(3)\n"
+    # Each check says when its 3 s began and ended, by the machine's clock.
+    slow = PID + "import time\nbegan = time.time()\ntime.sleep(3)\nprint('slept', began, time.time())\n"
     verdicts = {}
     try:
         start = time.perf_counter()
@@ -146,8 +147,11 @@ def test_a_run_with_two_sessions_checks_two_cells_at_once(tmp_path):
     finally:
         sessions.close()
     assert _worker_pid(verdicts["a"]) != _worker_pid(verdicts["b"]) and sessions.started == 2
-    # Each check slept 3 s after its worker started; one after another they would take their sum.
-    assert both < verdicts["a"].seconds + verdicts["b"].seconds - 1.5, (both, verdicts)
+    # The two checks' sleeps overlapped: one after another, the second would begin as the first ended. (Not the
+    # run's wall time against the checks' sum: starting two sessions on a busy 2-core machine took 2.8 s once.)
+    spans = [[float(x) for x in verdicts[n].stdout.split("slept", 1)[1].split()] for n in ("a", "b")]
+    overlap = min(end for _, end in spans) - max(began for began, _ in spans)
+    assert overlap > 2.0, (overlap, both, verdicts)
 
 
 def test_a_check_goes_to_the_session_whose_worker_ran_most_of_its_cells(tmp_path):
