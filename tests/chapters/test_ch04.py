@@ -960,7 +960,10 @@ def test_gemm_mma_pipeline_group_count_leaves_the_right_slice_landed():
                 committed += 1
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_86", "sm_89", "sm_90"])
+# In the worker that compiles every solution kernel for the same architecture (tests/cuda/test_cross_arch.py's group):
+# the same compile, made once there (compile_cuda keeps it for the process).
+@pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.xdist_group(f"shared-cross-cuda-{a}"))
+                                  for a in ("sm_80", "sm_86", "sm_89", "sm_90")])
 def test_gemm_mma_compiles_without_spills_and_uses_mma_ldmatrix_cp_async(arch):
     from grader.cuda.archs import by_name
     from grader.notebooks.shipped import build_cuda
